@@ -1,0 +1,47 @@
+//! The command line: `serve` (default), `bench`, `ask`.
+
+use clap::{Parser, Subcommand};
+
+use crate::config::{Config, ServeArgs};
+
+#[derive(Parser)]
+#[command(
+    name = "blockhook",
+    version,
+    about = "Signed, durable webhook events for chat-widget buttons and forms"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+#[derive(Subcommand)]
+pub enum Command {
+    /// Run the service.
+    Serve(ServeArgs),
+}
+
+pub async fn run() -> Result<i32, String> {
+    let cli = Cli::parse();
+    let args = match cli.command {
+        Some(Command::Serve(a)) => a,
+        None => ServeArgs::defaults_from_env()?,
+    };
+    serve(args).await
+}
+
+async fn serve(args: ServeArgs) -> Result<i32, String> {
+    let config = Config::try_from(args)?;
+    let db = format!("{:?}", config.database);
+    let app = crate::startup::Application::build(config).await?;
+    println!(
+        "blockhook listening on http://127.0.0.1:{} (public url {}; database {db})",
+        app.port(),
+        app.public_url()
+    );
+    if let Some(t) = &app.generated_admin_token {
+        println!("admin token (shown once, store it now): {t}");
+    }
+    app.run_until_stopped().await.map_err(|e| e.to_string())?;
+    Ok(0)
+}

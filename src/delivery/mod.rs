@@ -1,0 +1,14 @@
+//! Delivery: from the outbox to the customer's webhook.
+//!
+//! A claim loop takes due deliveries that head their conversation (so one
+//! conversation's events arrive in order) in batches; each is sent by its own
+//! task, bounded globally and per endpoint; outcomes are recorded in batches.
+//! No transaction is open during an HTTP call.
+
+pub mod client;
+pub mod retry;
+pub mod signing;
+pub mod ssrf;
+pub mod worker;
+
+pub use worker::{Dispatcher, spawn};

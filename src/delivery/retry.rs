@@ -1,0 +1,83 @@
+//! The retry policy, as pure functions: exponential backoff with jitter
+//! from `backon`, and `Retry-After` honoured up to the maximum delay.
+
+use std::time::Duration;
+
+use backon::{BackoffBuilder, ExponentialBuilder};
+
+/// Growth factor between attempts. With the defaults (5 s first, 12 h cap,
+/// 12 attempts) the schedule spans about two days.
+pub const FACTOR: f32 = 3.0;
+
+/// Delay before attempt `attempts_made + 1`, after `attempts_made` failed
+/// attempts. `seed` drives the jitter (random in production, fixed in tests).
+pub fn delay(attempts_made: u32, min: Duration, max: Duration, seed: u64) -> Duration {
+    let n = attempts_made.max(1) as usize;
+    let mut b = ExponentialBuilder::default()
+        .with_min_delay(min)
+        .with_max_delay(max)
+        .with_factor(FACTOR)
+        .with_jitter()
+        .with_jitter_seed(seed)
+        .without_max_times()
+        .build();
+    b.nth(n - 1).unwrap_or(max).min(max)
+}
+
+/// A `Retry-After` value (seconds, or an HTTP date) clamped to `max`.
+pub fn retry_after(value: &str, now: std::time::SystemTime, max: Duration) -> Option<Duration> {
+    let v = value.trim();
+    let d = if let Ok(secs) = v.parse::<u64>() {
+        Duration::from_secs(secs)
+    } else {
+        let at = httpdate(v)?;
+        at.duration_since(now).unwrap_or(Duration::ZERO)
+    };
+    Some(d.min(max))
+}
+
+fn httpdate(v: &str) -> Option<std::time::SystemTime> {
+    let t = chrono::DateTime::parse_from_rfc2822(v).ok()?;
+    let secs = u64::try_from(t.timestamp()).ok()?;
+    Some(std::time::UNIX_EPOCH + Duration::from_secs(secs))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MIN: Duration = Duration::from_secs(5);
+    const MAX: Duration = Duration::from_secs(12 * 3600);
+
+    #[test]
+    fn grows_within_jitter_bounds_and_caps() {
+        for seed in 0..50 {
+            let mut base = 5.0f64;
+            for n in 1..=11u32 {
+                let d = delay(n, MIN, MAX, seed).as_secs_f64();
+                let cap = MAX.as_secs_f64();
+                assert!(
+                    d >= base.min(cap) - 1e-6 && d <= (2.0 * base).min(cap) + 1e-6,
+                    "n={n} d={d} base={base}"
+                );
+                base *= FACTOR as f64;
+            }
+        }
+    }
+
+    #[test]
+    fn default_schedule_spans_about_two_days() {
+        let total: f64 = (1..12u32)
+            .map(|n| delay(n, MIN, MAX, 7).as_secs_f64())
+            .sum();
+        assert!(total > 36.0 * 3600.0 && total < 4.0 * 86400.0, "{total}");
+    }
+
+    #[test]
+    fn retry_after_is_clamped() {
+        let now = std::time::SystemTime::now();
+        assert_eq!(retry_after("7", now, MAX), Some(Duration::from_secs(7)));
+        assert_eq!(retry_after("999999", now, MAX), Some(MAX));
+        assert_eq!(retry_after("soon", now, MAX), None);
+    }
+}

@@ -1,0 +1,142 @@
+//! The SSRF guard: webhook URLs must not reach loopback, private,
+//! link-local or metadata addresses unless `--allow-private-webhooks` is set.
+
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+
+/// Whether an address is one a public webhook must never reach.
+pub fn is_private(ip: IpAddr) -> bool {
+    match ip {
+        IpAddr::V4(v4) => is_private_v4(v4),
+        IpAddr::V6(v6) => {
+            if let Some(v4) = v6.to_ipv4_mapped() {
+                return is_private_v4(v4);
+            }
+            is_private_v6(v6)
+        }
+    }
+}
+
+fn is_private_v4(ip: Ipv4Addr) -> bool {
+    let o = ip.octets();
+    ip.is_loopback()
+        || ip.is_private()
+        || ip.is_link_local() // 169.254.0.0/16, cloud metadata included
+        || ip.is_unspecified()
+        || ip.is_broadcast()
+        || ip.is_multicast()
+        || ip.is_documentation()
+        || o[0] == 0
+        || (o[0] == 100 && (o[1] & 0xC0) == 64) // 100.64.0.0/10 shared address space
+        || (o[0] == 192 && o[1] == 0 && o[2] == 0) // 192.0.0.0/24
+        || (o[0] == 198 && (o[1] & 0xFE) == 18) // 198.18.0.0/15 benchmarking
+        || o[0] >= 240
+}
+
+fn is_private_v6(ip: Ipv6Addr) -> bool {
+    let s = ip.segments();
+    ip.is_loopback()
+        || ip.is_unspecified()
+        || ip.is_multicast()
+        || (s[0] & 0xFE00) == 0xFC00 // unique local fc00::/7
+        || (s[0] & 0xFFC0) == 0xFE80 // link-local fe80::/10
+        || (s[0] == 0xfd00 && s[1] == 0x0ec2) // AWS metadata fd00:ec2::254
+}
+
+/// Why a URL may not be used as a webhook, if it may not.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Refusal {
+    Invalid(String),
+    Private(IpAddr),
+    Unresolvable(String),
+}
+
+impl std::fmt::Display for Refusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Refusal::Invalid(m) => write!(f, "invalid url: {m}"),
+            Refusal::Private(ip) => write!(f, "private_address: {ip} is not a public address"),
+            Refusal::Unresolvable(m) => write!(f, "dns: {m}"),
+        }
+    }
+}
+
+/// Parses a webhook URL (http or https, with a host).
+pub fn parse_url(raw: &str) -> Result<url::Url, Refusal> {
+    let u = url::Url::parse(raw).map_err(|e| Refusal::Invalid(e.to_string()))?;
+    if u.scheme() != "http" && u.scheme() != "https" {
+        return Err(Refusal::Invalid("the scheme must be http or https".into()));
+    }
+    if u.host_str().is_none_or(str::is_empty) {
+        return Err(Refusal::Invalid("the url needs a host".into()));
+    }
+    Ok(u)
+}
+
+/// Resolves the URL's host and refuses it if any address is private.
+/// Returns the resolved addresses (to pin the connection to them).
+pub async fn check(raw: &str, allow_private: bool) -> Result<Vec<SocketAddr>, Refusal> {
+    let u = parse_url(raw)?;
+    let host = u
+        .host_str()
+        .unwrap_or_default()
+        .trim_matches(['[', ']'])
+        .to_string();
+    let port = u.port_or_known_default().unwrap_or(80);
+    let addrs: Vec<SocketAddr> = if let Ok(ip) = host.parse::<IpAddr>() {
+        vec![SocketAddr::new(ip, port)]
+    } else {
+        tokio::net::lookup_host((host.as_str(), port))
+            .await
+            .map_err(|e| Refusal::Unresolvable(format!("{host}: {e}")))?
+            .collect()
+    };
+    if addrs.is_empty() {
+        return Err(Refusal::Unresolvable(format!("{host}: no addresses")));
+    }
+    if !allow_private {
+        if let Some(a) = addrs.iter().find(|a| is_private(a.ip())) {
+            return Err(Refusal::Private(a.ip()));
+        }
+    }
+    Ok(addrs)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn classifies_addresses() {
+        for ip in [
+            "127.0.0.1",
+            "10.1.2.3",
+            "172.16.0.1",
+            "192.168.1.1",
+            "169.254.169.254",
+            "0.0.0.0",
+            "::1",
+            "fe80::1",
+            "fd00::1",
+            "::ffff:127.0.0.1",
+            "100.64.0.1",
+        ] {
+            assert!(is_private(ip.parse().unwrap()), "{ip}");
+        }
+        for ip in ["93.184.216.34", "8.8.8.8", "2606:4700::1111"] {
+            assert!(!is_private(ip.parse().unwrap()), "{ip}");
+        }
+    }
+
+    #[tokio::test]
+    async fn refuses_loopback_unless_allowed() {
+        assert!(matches!(
+            check("http://127.0.0.1:9/x", false).await,
+            Err(Refusal::Private(_))
+        ));
+        assert!(check("http://127.0.0.1:9/x", true).await.is_ok());
+        assert!(matches!(
+            check("ftp://example.com", false).await,
+            Err(Refusal::Invalid(_))
+        ));
+    }
+}

@@ -1,0 +1,273 @@
+//! Block definitions (`actions` and `form`), their saved state, and the
+//! semantic rules that a JSON Schema cannot express.
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::FieldError;
+
+/// Saved state of an interactive block.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct BlockState {
+    pub disabled: bool,
+    pub reason: Option<String>,
+    pub chosen_action_id: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Button {
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub action_id: String,
+    pub label: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub style: Option<String>,
+}
+
+impl Button {
+    pub fn is_link(&self) -> bool {
+        self.url.is_some()
+    }
+}
+
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum FieldKind {
+    Text,
+    Email,
+    Number,
+    Select,
+    Textarea,
+    Checkbox,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct SelectOption {
+    pub value: String,
+    pub label: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Field {
+    pub name: String,
+    #[serde(rename = "type")]
+    pub kind: FieldKind,
+    pub label: String,
+    #[serde(default)]
+    pub required: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub options: Option<Vec<SelectOption>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub placeholder: Option<String>,
+}
+
+fn yes() -> bool {
+    true
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Block {
+    Actions {
+        #[serde(default)]
+        block_id: String,
+        #[serde(default = "yes")]
+        disable_on_click: bool,
+        elements: Vec<Button>,
+        #[serde(default)]
+        state: BlockState,
+    },
+    Form {
+        #[serde(default)]
+        block_id: String,
+        #[serde(default)]
+        form_id: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        title: Option<String>,
+        #[serde(default = "default_submit")]
+        submit_label: String,
+        #[serde(default = "yes")]
+        disable_on_submit: bool,
+        fields: Vec<Field>,
+        #[serde(default)]
+        state: BlockState,
+    },
+}
+
+fn default_submit() -> String {
+    "Submit".into()
+}
+
+impl Block {
+    pub fn block_id(&self) -> &str {
+        match self {
+            Block::Actions { block_id, .. } | Block::Form { block_id, .. } => block_id,
+        }
+    }
+
+    pub fn state(&self) -> &BlockState {
+        match self {
+            Block::Actions { state, .. } | Block::Form { state, .. } => state,
+        }
+    }
+
+    pub fn state_mut(&mut self) -> &mut BlockState {
+        match self {
+            Block::Actions { state, .. } | Block::Form { state, .. } => state,
+        }
+    }
+
+    /// Whether this block can produce an interaction at all (a group of
+    /// only link buttons cannot).
+    pub fn is_interactive(&self) -> bool {
+        match self {
+            Block::Actions { elements, .. } => elements.iter().any(|b| !b.is_link()),
+            Block::Form { .. } => true,
+        }
+    }
+}
+
+/// Fills in generated ids and defaults, then checks the relations between
+/// parts of a definition that the JSON Schema cannot see. `base` is the
+/// pointer of the `blocks` array (`/blocks`).
+pub fn normalize_and_check(blocks: &mut [Block], base: &str) -> Vec<FieldError> {
+    let mut errors = Vec::new();
+    let mut action_ids: Vec<&str> = Vec::new();
+    let mut block_ids: Vec<&str> = Vec::new();
+    for block in blocks.iter_mut() {
+        match block {
+            Block::Actions {
+                block_id, elements, ..
+            } => {
+                if block_id.is_empty() {
+                    *block_id = crate::domain::ids::new_id("blk");
+                }
+                for b in elements.iter_mut() {
+                    if b.url.is_none() && b.value.is_none() {
+                        b.value = Some(String::new());
+                    }
+                }
+            }
+            Block::Form {
+                block_id, form_id, ..
+            } => {
+                if block_id.is_empty() {
+                    *block_id = crate::domain::ids::new_id("blk");
+                }
+                if form_id.is_empty() {
+                    *form_id = crate::domain::ids::new_id("form");
+                }
+            }
+        }
+    }
+    for (i, block) in blocks.iter().enumerate() {
+        let at = format!("{base}/{i}");
+        if block_ids.contains(&block.block_id()) {
+            errors.push(FieldError::new(
+                format!("{at}/block_id"),
+                "duplicate",
+                "block_id must be unique within a message",
+            ));
+        }
+        block_ids.push(block.block_id());
+        match block {
+            Block::Actions { elements, .. } => {
+                for (j, b) in elements.iter().enumerate() {
+                    let at = format!("{at}/elements/{j}");
+                    if action_ids.contains(&b.action_id.as_str()) {
+                        errors.push(FieldError::new(
+                            format!("{at}/action_id"),
+                            "duplicate",
+                            "action_id must be unique within a message",
+                        ));
+                    }
+                    action_ids.push(&b.action_id);
+                    if b.value.is_some() && b.url.is_some() {
+                        errors.push(FieldError::new(
+                            format!("{at}/url"),
+                            "value_and_url",
+                            "a button has either a value or a url, not both",
+                        ));
+                    }
+                }
+            }
+            Block::Form {
+                form_id, fields, ..
+            } => {
+                if action_ids.contains(&form_id.as_str()) {
+                    errors.push(FieldError::new(
+                        format!("{at}/form_id"),
+                        "duplicate",
+                        "form_id must be unique among the action ids of a message",
+                    ));
+                }
+                action_ids.push(form_id);
+                let mut names: Vec<&str> = Vec::new();
+                for (j, f) in fields.iter().enumerate() {
+                    let at = format!("{at}/fields/{j}");
+                    if names.contains(&f.name.as_str()) {
+                        errors.push(FieldError::new(
+                            format!("{at}/name"),
+                            "duplicate",
+                            "field name must be unique within a form",
+                        ));
+                    }
+                    names.push(&f.name);
+                    if let (Some(min), Some(max)) = (f.min, f.max) {
+                        if min > max {
+                            errors.push(FieldError::new(
+                                format!("{at}/max"),
+                                "min_greater_than_max",
+                                "max must be greater than or equal to min",
+                            ));
+                        }
+                    }
+                    match (f.kind, &f.options) {
+                        (FieldKind::Select, None) => errors.push(FieldError::new(
+                            format!("{at}/options"),
+                            "required",
+                            "a select field needs options",
+                        )),
+                        (FieldKind::Select, Some(opts)) => {
+                            let mut seen: Vec<&str> = Vec::new();
+                            for (k, o) in opts.iter().enumerate() {
+                                if seen.contains(&o.value.as_str()) {
+                                    errors.push(FieldError::new(
+                                        format!("{at}/options/{k}/value"),
+                                        "duplicate",
+                                        "option values must be unique",
+                                    ));
+                                }
+                                seen.push(&o.value);
+                            }
+                        }
+                        (_, Some(_)) => errors.push(FieldError::new(
+                            format!("{at}/options"),
+                            "not_allowed",
+                            "options are only allowed on select fields",
+                        )),
+                        _ => {}
+                    }
+                    if matches!(f.kind, FieldKind::Select | FieldKind::Checkbox)
+                        && (f.min.is_some() || f.max.is_some())
+                    {
+                        let key = if f.min.is_some() { "min" } else { "max" };
+                        errors.push(FieldError::new(
+                            format!("{at}/{key}"),
+                            "not_allowed",
+                            "min and max apply to text, email, textarea and number fields",
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    errors
+}

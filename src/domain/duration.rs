@@ -1,0 +1,87 @@
+//! Durations as the contract writes them: seconds as a number, or `"500ms"`,
+//! `"90s"`, `"10m"`, `"2h"`, `"30d"`.
+
+use std::time::Duration;
+
+/// Parses `"500ms"`, `"90s"`, `"10m"`, `"2h"`, `"30d"` or a bare number of seconds.
+pub fn parse(text: &str) -> Result<Duration, String> {
+    let t = text.trim();
+    if t.is_empty() {
+        return Err("empty duration".into());
+    }
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let n: f64 = num
+        .parse()
+        .map_err(|_| format!("invalid duration `{text}`"))?;
+    if !n.is_finite() || n < 0.0 {
+        return Err(format!("invalid duration `{text}`"));
+    }
+    let secs = match unit.trim() {
+        "" | "s" => n,
+        "ms" => n / 1000.0,
+        "m" => n * 60.0,
+        "h" => n * 3600.0,
+        "d" => n * 86400.0,
+        _ => {
+            return Err(format!(
+                "invalid duration unit in `{text}` (use ms, s, m, h or d)"
+            ));
+        }
+    };
+    Ok(Duration::from_secs_f64(secs))
+}
+
+/// Parses a JSON duration: a number of seconds or a duration string.
+pub fn from_json(v: &serde_json::Value) -> Result<Duration, String> {
+    match v {
+        serde_json::Value::Number(n) => n
+            .as_f64()
+            .filter(|f| *f >= 0.0 && f.is_finite())
+            .map(Duration::from_secs_f64)
+            .ok_or_else(|| "invalid duration".to_string()),
+        serde_json::Value::String(s) => parse(s),
+        _ => Err("a duration is a number of seconds or a string like \"90s\"".into()),
+    }
+}
+
+/// Formats a duration in the largest whole unit: `"90d"`, `"2h"`, `"90s"`, `"500ms"`.
+pub fn format(d: Duration) -> String {
+    let ms = d.as_millis();
+    if ms % 1000 != 0 {
+        return format!("{ms}ms");
+    }
+    let s = ms / 1000;
+    for (unit, size) in [("d", 86400), ("h", 3600), ("m", 60)] {
+        if s >= size && s % size == 0 {
+            return format!("{}{unit}", s / size);
+        }
+    }
+    format!("{s}s")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_every_unit() {
+        assert_eq!(parse("500ms").unwrap(), Duration::from_millis(500));
+        assert_eq!(parse("90s").unwrap(), Duration::from_secs(90));
+        assert_eq!(parse("10m").unwrap(), Duration::from_secs(600));
+        assert_eq!(parse("2h").unwrap(), Duration::from_secs(7200));
+        assert_eq!(parse("30d").unwrap(), Duration::from_secs(30 * 86400));
+        assert_eq!(parse("12").unwrap(), Duration::from_secs(12));
+        assert!(parse("10x").is_err());
+        assert!(parse("").is_err());
+    }
+
+    #[test]
+    fn formats_round_trip() {
+        for s in ["90d", "2h", "10m", "90s", "500ms"] {
+            assert_eq!(format(parse(s).unwrap()), s);
+        }
+    }
+}

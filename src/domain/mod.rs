@@ -1,0 +1,11 @@
+//! Pure domain code: no I/O.
+
+pub mod blocks;
+pub mod duration;
+pub mod events;
+pub mod ids;
+pub mod interact;
+pub mod model;
+pub mod time;
+pub mod token;
+pub mod values;

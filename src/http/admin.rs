@@ -1,0 +1,242 @@
+//! Admin: chatbots (admin token).
+
+use actix_web::{HttpResponse, get, patch, post, web};
+use base64::Engine;
+use serde_json::{Value, json};
+use std::time::Duration;
+
+use super::AppState;
+use super::extract::{Admin, JsonBody};
+use crate::delivery::ssrf;
+use crate::domain::ids::{hash_secret, new_id, new_secret, random_bytes};
+use crate::domain::model::Chatbot;
+use crate::error::{ApiError, ApiResult, FieldError};
+
+pub fn routes(cfg: &mut utoipa_actix_web::service_config::ServiceConfig) {
+    cfg.service(create_chatbot)
+        .service(get_chatbot)
+        .service(update_chatbot)
+        .service(rotate_secret);
+}
+
+const SECRET_GRACE_MS: i64 = 24 * 3600 * 1000;
+
+pub fn new_signing_secret() -> String {
+    format!(
+        "whsec_{}",
+        base64::engine::general_purpose::STANDARD.encode(random_bytes::<32>())
+    )
+}
+
+fn string_field(
+    body: &Value,
+    key: &str,
+    max: usize,
+    errors: &mut Vec<FieldError>,
+) -> Option<String> {
+    match body.get(key) {
+        None => None,
+        Some(Value::String(s)) if s.trim().is_empty() => {
+            errors.push(FieldError::new(
+                format!("/{key}"),
+                "required",
+                "must not be empty",
+            ));
+            None
+        }
+        Some(Value::String(s)) if s.chars().count() > max => {
+            errors.push(FieldError::new(
+                format!("/{key}"),
+                "too_long",
+                format!("must be at most {max} characters"),
+            ));
+            None
+        }
+        Some(Value::String(s)) => Some(s.clone()),
+        Some(_) => {
+            errors.push(FieldError::new(
+                format!("/{key}"),
+                "invalid_type",
+                "must be a string",
+            ));
+            None
+        }
+    }
+}
+
+fn retention(body: &Value, errors: &mut Vec<FieldError>) -> Option<Duration> {
+    let v = body.get("retention")?;
+    match crate::domain::duration::from_json(v) {
+        Ok(d) if d.as_millis() > 0 => Some(d),
+        Ok(_) => {
+            errors.push(FieldError::new(
+                "/retention",
+                "too_small",
+                "retention must be positive",
+            ));
+            None
+        }
+        Err(e) => {
+            errors.push(FieldError::new("/retention", "invalid_duration", e));
+            None
+        }
+    }
+}
+
+fn unknown_keys(body: &Value, allowed: &[&str], errors: &mut Vec<FieldError>) {
+    if let Some(o) = body.as_object() {
+        for k in o.keys() {
+            if !allowed.contains(&k.as_str()) {
+                errors.push(FieldError::new(
+                    format!("/{k}"),
+                    "unknown_field",
+                    "this key is not allowed here",
+                ));
+            }
+        }
+    }
+}
+
+async fn check_webhook(st: &AppState, url: &str, errors: &mut Vec<FieldError>) {
+    if let Err(r) = ssrf::check(url, st.config.allow_private_webhooks).await {
+        let code = match r {
+            ssrf::Refusal::Private(_) => "private_address",
+            ssrf::Refusal::Invalid(_) => "invalid_url",
+            ssrf::Refusal::Unresolvable(_) => "unresolvable_host",
+        };
+        errors.push(FieldError::new("/webhook_url", code, r.to_string()));
+    }
+}
+
+/// Create a chatbot. The API key is shown only in this answer.
+#[utoipa::path(tag = "admin", request_body = Object, responses((status = 201, description = "The chatbot with its api_key and signing_secret"), (status = 422, description = "validation_failed")), security(("admin_token" = [])))]
+#[post("/api/v1/chatbots")]
+async fn create_chatbot(
+    _: Admin,
+    st: web::Data<AppState>,
+    body: JsonBody,
+) -> ApiResult<HttpResponse> {
+    let body = body.0;
+    let mut errors = Vec::new();
+    unknown_keys(&body, &["name", "webhook_url", "retention"], &mut errors);
+    let name = string_field(&body, "name", 200, &mut errors);
+    if body.get("name").is_none() {
+        errors.push(FieldError::new("/name", "required", "name is required"));
+    }
+    let url = string_field(&body, "webhook_url", 2000, &mut errors);
+    match &url {
+        Some(u) => check_webhook(&st, u, &mut errors).await,
+        None if body.get("webhook_url").is_none() => errors.push(FieldError::new(
+            "/webhook_url",
+            "required",
+            "webhook_url is required",
+        )),
+        None => {}
+    }
+    let retention = retention(&body, &mut errors).unwrap_or(Duration::from_secs(90 * 86400));
+    if !errors.is_empty() {
+        return Err(ApiError::Validation(errors));
+    }
+    let api_key = new_secret("sk");
+    let bot = Chatbot {
+        id: new_id("cb"),
+        name: name.unwrap_or_default(),
+        webhook_url: url.unwrap_or_default(),
+        retention_ms: retention.as_millis() as i64,
+        signing_secret: new_signing_secret(),
+        previous_secret: None,
+        endpoint_disabled: false,
+        member_id: new_id("mem"),
+        created_at: st.now_ms(),
+    };
+    st.store
+        .create_chatbot(bot.clone(), hash_secret(&api_key))
+        .await?;
+    let mut out = bot.to_json();
+    out["api_key"] = json!(api_key);
+    out["signing_secret"] = json!(bot.signing_secret);
+    Ok(HttpResponse::Created().json(out))
+}
+
+/// Get a chatbot.
+#[utoipa::path(tag = "admin", responses((status = 200, description = "The chatbot"), (status = 404, description = "not_found")), security(("admin_token" = [])))]
+#[get("/api/v1/chatbots/{id}")]
+async fn get_chatbot(
+    _: Admin,
+    st: web::Data<AppState>,
+    id: web::Path<String>,
+) -> ApiResult<HttpResponse> {
+    let bot = st.store.get_chatbot(&id).await?;
+    Ok(HttpResponse::Ok().json(bot.to_json()))
+}
+
+/// Change a chatbot's `name`, `webhook_url` or `retention`. A new
+/// `webhook_url` re-enables an endpoint disabled by `410 Gone`.
+#[utoipa::path(tag = "admin", request_body = Object, responses((status = 200, description = "The chatbot"), (status = 404, description = "not_found"), (status = 422, description = "validation_failed")), security(("admin_token" = [])))]
+#[patch("/api/v1/chatbots/{id}")]
+async fn update_chatbot(
+    _: Admin,
+    st: web::Data<AppState>,
+    id: web::Path<String>,
+    body: JsonBody,
+) -> ApiResult<HttpResponse> {
+    let mut bot = st.store.get_chatbot(&id).await?;
+    let body = body.0;
+    let mut errors = Vec::new();
+    unknown_keys(
+        &body,
+        &["name", "webhook_url", "retention", "endpoint_disabled"],
+        &mut errors,
+    );
+    let name = string_field(&body, "name", 200, &mut errors);
+    let url = string_field(&body, "webhook_url", 2000, &mut errors);
+    if let Some(u) = &url {
+        check_webhook(&st, u, &mut errors).await;
+    }
+    let retention = retention(&body, &mut errors);
+    let enable = match body.get("endpoint_disabled") {
+        None => None,
+        Some(Value::Bool(b)) => Some(*b),
+        Some(_) => {
+            errors.push(FieldError::new(
+                "/endpoint_disabled",
+                "invalid_type",
+                "must be a boolean",
+            ));
+            None
+        }
+    };
+    if !errors.is_empty() {
+        return Err(ApiError::Validation(errors));
+    }
+    if let Some(n) = name {
+        bot.name = n;
+    }
+    if let Some(u) = url {
+        bot.webhook_url = u;
+        bot.endpoint_disabled = false;
+    }
+    if let Some(d) = enable {
+        bot.endpoint_disabled = d;
+    }
+    if let Some(r) = retention {
+        bot.retention_ms = r.as_millis() as i64;
+    }
+    st.store.update_chatbot(bot.clone()).await?;
+    Ok(HttpResponse::Ok().json(bot.to_json()))
+}
+
+/// Issue a new signing secret; for 24 h deliveries carry signatures by both.
+#[utoipa::path(tag = "admin", responses((status = 200, description = "{\"signing_secret\"}"), (status = 404, description = "not_found")), security(("admin_token" = [])))]
+#[post("/api/v1/chatbots/{id}/rotate-secret")]
+async fn rotate_secret(
+    _: Admin,
+    st: web::Data<AppState>,
+    id: web::Path<String>,
+) -> ApiResult<HttpResponse> {
+    let mut bot = st.store.get_chatbot(&id).await?;
+    let old = std::mem::replace(&mut bot.signing_secret, new_signing_secret());
+    bot.previous_secret = Some((old, st.now_ms() + SECRET_GRACE_MS));
+    st.store.update_chatbot(bot.clone()).await?;
+    Ok(HttpResponse::Ok().json(json!({"signing_secret": bot.signing_secret})))
+}

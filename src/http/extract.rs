@@ -1,0 +1,227 @@
+//! Request extractors: JSON bodies with problem+json errors for 400/413/415,
+//! and the three bearer credentials.
+
+use std::future::Future;
+use std::pin::Pin;
+
+use actix_web::http::StatusCode;
+use actix_web::{FromRequest, HttpRequest, dev::Payload, web};
+use futures_util::StreamExt;
+use serde_json::Value;
+
+use super::AppState;
+use crate::domain::ids::hash_secret;
+use crate::domain::model::{Chatbot, Conversation};
+use crate::error::ApiError;
+
+pub const WIDGET_LIMIT: usize = 64 * 1024;
+pub const API_LIMIT: usize = 1024 * 1024;
+
+fn too_large(limit: usize) -> ApiError {
+    ApiError::new(
+        StatusCode::PAYLOAD_TOO_LARGE,
+        "payload_too_large",
+        "Payload too large",
+        format!("the body is over the limit of {} KiB", limit / 1024),
+    )
+}
+
+/// A JSON object body. Content type must be `application/json`.
+pub struct JsonBody(pub Value);
+
+impl FromRequest for JsonBody {
+    type Error = ApiError;
+    type Future = Pin<Box<dyn Future<Output = Result<Self, ApiError>>>>;
+
+    fn from_request(req: &HttpRequest, payload: &mut Payload) -> Self::Future {
+        let limit = if req.path().starts_with("/widget/") {
+            WIDGET_LIMIT
+        } else {
+            API_LIMIT
+        };
+        let has_ct = req
+            .headers()
+            .contains_key(actix_web::http::header::CONTENT_TYPE);
+        let ct_ok = req
+            .headers()
+            .get(actix_web::http::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .map(|v| {
+                let mime = v
+                    .split(';')
+                    .next()
+                    .unwrap_or("")
+                    .trim()
+                    .to_ascii_lowercase();
+                mime == "application/json" || mime.ends_with("+json")
+            })
+            .unwrap_or(false);
+        let declared = req
+            .headers()
+            .get(actix_web::http::header::CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.parse::<usize>().ok());
+        let mut payload = payload.take();
+        Box::pin(async move {
+            if declared.is_some_and(|n| n > limit) {
+                return Err(too_large(limit));
+            }
+            let mut body = web::BytesMut::new();
+            while let Some(chunk) = payload.next().await {
+                let chunk = chunk.map_err(|e| ApiError::malformed_json(e.to_string()))?;
+                if body.len() + chunk.len() > limit {
+                    return Err(too_large(limit));
+                }
+                body.extend_from_slice(&chunk);
+            }
+            if body.is_empty() && !has_ct {
+                // No body at all: an empty object (every key optional or reported missing).
+                return Ok(JsonBody(Value::Object(Default::default())));
+            }
+            if !ct_ok {
+                return Err(ApiError::new(
+                    StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                    "unsupported_media_type",
+                    "Unsupported media type",
+                    "send the body as `Content-Type: application/json`",
+                ));
+            }
+            let v: Value = serde_json::from_slice(&body).map_err(|e| {
+                ApiError::malformed_json(format!("the body is not valid JSON: {e}"))
+            })?;
+            if !v.is_object() {
+                return Err(ApiError::field(
+                    "",
+                    "invalid_type",
+                    "the body must be a JSON object",
+                ));
+            }
+            Ok(JsonBody(v))
+        })
+    }
+}
+
+fn bearer(req: &HttpRequest) -> Option<&str> {
+    req.headers()
+        .get(actix_web::http::header::AUTHORIZATION)?
+        .to_str()
+        .ok()?
+        .strip_prefix("Bearer ")
+        .map(str::trim)
+}
+
+fn state(req: &HttpRequest) -> Result<web::Data<AppState>, ApiError> {
+    req.app_data::<web::Data<AppState>>()
+        .cloned()
+        .ok_or_else(|| ApiError::internal("app state missing"))
+}
+
+/// The admin token.
+pub struct Admin;
+
+impl FromRequest for Admin {
+    type Error = ApiError;
+    type Future = std::future::Ready<Result<Self, ApiError>>;
+
+    fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
+        let r = (|| {
+            let st = state(req)?;
+            let token = bearer(req).ok_or_else(ApiError::unauthorized)?;
+            let given = hash_secret(token);
+            if bool::from(subtle::ConstantTimeEq::ct_eq(
+                given.as_bytes(),
+                st.admin_token_hash.as_bytes(),
+            )) {
+                Ok(Admin)
+            } else {
+                Err(ApiError::unauthorized())
+            }
+        })();
+        std::future::ready(r)
+    }
+}
+
+/// A chatbot's API key (`sk_…`).
+pub struct Bot(pub Chatbot);
+
+impl FromRequest for Bot {
+    type Error = ApiError;
+    type Future = Pin<Box<dyn Future<Output = Result<Self, ApiError>>>>;
+
+    fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
+        let st = state(req);
+        let token = bearer(req).map(hash_secret);
+        Box::pin(async move {
+            let st = st?;
+            let hash = token.ok_or_else(ApiError::unauthorized)?;
+            match st.store.chatbot_by_key(&hash).await {
+                Ok(b) => Ok(Bot(b)),
+                Err(crate::store::StoreError::NotFound) => Err(ApiError::unauthorized()),
+                Err(e) => Err(e.into()),
+            }
+        })
+    }
+}
+
+/// A visitor token (`vt_…`), valid for one conversation.
+pub struct Visitor(pub Conversation);
+
+impl FromRequest for Visitor {
+    type Error = ApiError;
+    type Future = Pin<Box<dyn Future<Output = Result<Self, ApiError>>>>;
+
+    fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
+        let st = state(req);
+        let token = bearer(req).map(hash_secret);
+        Box::pin(async move {
+            let st = st?;
+            let hash = token.ok_or_else(ApiError::unauthorized)?;
+            match st.store.conversation_by_token(&hash).await {
+                Ok(c) => Ok(Visitor(c)),
+                Err(crate::store::StoreError::NotFound) => Err(ApiError::unauthorized()),
+                Err(e) => Err(e.into()),
+            }
+        })
+    }
+}
+
+/// `?limit=&cursor=` of a collection.
+#[derive(Debug, serde::Deserialize, utoipa::IntoParams)]
+pub struct PageQuery {
+    pub limit: Option<String>,
+    pub cursor: Option<String>,
+}
+
+impl PageQuery {
+    pub fn parse(&self) -> Result<(usize, Option<i64>), ApiError> {
+        let limit = match &self.limit {
+            None => 20,
+            Some(s) => match s.parse::<usize>() {
+                Ok(n) if (1..=100).contains(&n) => n,
+                _ => {
+                    return Err(ApiError::field(
+                        "/limit",
+                        "out_of_range",
+                        "limit is 1 to 100",
+                    ));
+                }
+            },
+        };
+        let cursor = match &self.cursor {
+            None => None,
+            Some(c) => Some(
+                c.parse::<i64>()
+                    .map_err(|_| ApiError::field("/cursor", "invalid_cursor", "unknown cursor"))?,
+            ),
+        };
+        Ok((limit, cursor))
+    }
+}
+
+/// `{"data": [...], "page": {"has_more", "next_cursor"}}`.
+pub fn collection(data: Vec<Value>, next_cursor: Option<String>) -> Value {
+    serde_json::json!({
+        "data": data,
+        "page": {"has_more": next_cursor.is_some(), "next_cursor": next_cursor}
+    })
+}

@@ -1,0 +1,55 @@
+//! Operations: health, readiness, metrics, the OpenAPI document.
+
+use actix_web::{HttpRequest, HttpResponse, get, web};
+use serde_json::json;
+
+use super::AppState;
+use crate::error::ApiError;
+
+pub fn routes(cfg: &mut utoipa_actix_web::service_config::ServiceConfig) {
+    cfg.service(healthz).service(readyz).service(metrics_text);
+}
+
+/// The process is up.
+#[utoipa::path(tag = "ops", responses((status = 200, description = "ok")))]
+#[get("/healthz")]
+async fn healthz() -> HttpResponse {
+    HttpResponse::Ok().json(json!({"status": "ok"}))
+}
+
+/// The store answers.
+#[utoipa::path(tag = "ops", responses((status = 200, description = "ready"), (status = 503, description = "the store does not answer")))]
+#[get("/readyz")]
+async fn readyz(st: web::Data<AppState>) -> HttpResponse {
+    match st.store.queue_stats().await {
+        Ok(_) => HttpResponse::Ok().json(json!({"status": "ready"})),
+        Err(e) => HttpResponse::ServiceUnavailable()
+            .json(json!({"status": "unavailable", "detail": e.to_string()})),
+    }
+}
+
+/// Prometheus text.
+#[utoipa::path(tag = "ops", responses((status = 200, description = "Prometheus text format")))]
+#[get("/metrics")]
+async fn metrics_text(st: web::Data<AppState>) -> HttpResponse {
+    if let Ok(q) = st.store.queue_stats().await {
+        metrics::gauge!("blockhook_queue_depth").set(q.pending as f64);
+        let age = q
+            .oldest_pending_created_at
+            .map(|t| (st.now_ms() - t).max(0) as f64 / 1000.0)
+            .unwrap_or(0.0);
+        metrics::gauge!("blockhook_oldest_pending_age_seconds").set(age);
+    }
+    let body = st.metrics.as_ref().map(|h| h.render()).unwrap_or_default();
+    HttpResponse::Ok()
+        .content_type("text/plain; version=0.0.4")
+        .body(body)
+}
+
+pub async fn openapi_json(api: web::Data<utoipa::openapi::OpenApi>) -> HttpResponse {
+    HttpResponse::Ok().json(api.get_ref())
+}
+
+pub async fn not_found(_: HttpRequest) -> Result<HttpResponse, ApiError> {
+    Err(ApiError::not_found())
+}

@@ -1,0 +1,403 @@
+//! Widget API (visitor token): conversations, messages, clicks, form
+//! submits and the live stream.
+
+use actix_web::{HttpResponse, get, post, web};
+use serde_json::{Map, Value, json};
+
+use super::AppState;
+use super::extract::{JsonBody, PageQuery, Visitor, collection};
+use super::messages::{Content, new_message};
+use crate::domain::events::{self, Base};
+use crate::domain::ids::{hash_secret, new_id, new_secret};
+use crate::domain::interact::{Action, Context, closure_reason, present};
+use crate::domain::model::{Author, Conversation, Message, Person};
+use crate::domain::time::rfc3339;
+use crate::error::{ApiError, ApiResult, FieldError};
+use crate::store::{InteractRequest, NewEvent};
+
+pub fn routes(cfg: &mut utoipa_actix_web::service_config::ServiceConfig) {
+    cfg.service(create_conversation)
+        .service(list_messages)
+        .service(post_message)
+        .service(click)
+        .service(submit_form)
+        .service(super::responses::widget_stream);
+}
+
+/// Shows messages as the widget should see them: blocks closed by time,
+/// takeover or retention are shown off with that reason.
+pub fn view(st: &AppState, conv: &Conversation, retention_ms: i64, mut msg: Message) -> Message {
+    let user = &conv.visitor;
+    let ctx = Context {
+        now_ms: st.now_ms(),
+        interactive_window_ms: st.config.interactive_window.as_millis() as i64,
+        retention_ms,
+        conversation_created_ms: conv.created_at,
+        taken_over: conv.taken_over_by.is_some(),
+        chatbot_id: &conv.chatbot_id,
+        user,
+        event_id: "",
+        response_url: "",
+    };
+    let reason = closure_reason(&ctx, &msg);
+    present(&mut msg, reason);
+    msg
+}
+
+/// Start a conversation as a visitor.
+#[utoipa::path(tag = "widget", request_body = Object, responses((status = 201, description = "conversation_id, visitor, visitor_token"), (status = 404, description = "not_found")))]
+#[post("/widget/v1/chatbots/{chatbot_id}/conversations")]
+async fn create_conversation(
+    st: web::Data<AppState>,
+    chatbot_id: web::Path<String>,
+    body: JsonBody,
+) -> ApiResult<HttpResponse> {
+    let bot = st.store.get_chatbot(&chatbot_id).await?;
+    let display_name = match body.0.get("display_name") {
+        None | Some(Value::Null) => {
+            use rand::Rng;
+            format!("Visitor {:04}", rand::rng().random_range(0..10000))
+        }
+        Some(Value::String(s)) if !s.trim().is_empty() && s.chars().count() <= 80 => {
+            s.trim().to_string()
+        }
+        Some(Value::String(s)) if s.trim().is_empty() => {
+            return Err(ApiError::field(
+                "/display_name",
+                "required",
+                "must not be empty",
+            ));
+        }
+        Some(Value::String(_)) => {
+            return Err(ApiError::field(
+                "/display_name",
+                "too_long",
+                "must be at most 80 characters",
+            ));
+        }
+        Some(_) => {
+            return Err(ApiError::field(
+                "/display_name",
+                "invalid_type",
+                "must be a string",
+            ));
+        }
+    };
+    let token = new_secret("vt");
+    let conv = Conversation {
+        id: new_id("conv"),
+        chatbot_id: bot.id.clone(),
+        visitor: Person {
+            kind: "visitor".into(),
+            id: new_id("vs"),
+            display_name,
+        },
+        taken_over_by: None,
+        created_at: st.now_ms(),
+    };
+    st.store
+        .create_conversation(conv.clone(), hash_secret(&token))
+        .await?;
+    Ok(HttpResponse::Created().json(json!({
+        "conversation_id": conv.id,
+        "visitor": conv.visitor,
+        "visitor_token": token,
+    })))
+}
+
+fn own(v: &Visitor, cid: &str) -> ApiResult<()> {
+    if v.0.id == cid {
+        Ok(())
+    } else {
+        Err(ApiError::not_found())
+    }
+}
+
+/// Messages of the visitor's conversation, newest first.
+#[utoipa::path(tag = "widget", params(PageQuery), responses((status = 200, description = "Collection of messages")))]
+#[get("/widget/v1/conversations/{cid}/messages")]
+async fn list_messages(
+    v: Visitor,
+    st: web::Data<AppState>,
+    cid: web::Path<String>,
+    q: web::Query<PageQuery>,
+) -> ApiResult<HttpResponse> {
+    own(&v, &cid)?;
+    let (limit, cursor) = q.parse()?;
+    let bot = st.store.get_chatbot(&v.0.chatbot_id).await?;
+    let page = st.store.list_messages(&cid, limit, cursor).await?;
+    let data = page
+        .data
+        .into_iter()
+        .map(|m| serde_json::to_value(view(&st, &v.0, bot.retention_ms, m)).unwrap_or_default())
+        .collect();
+    Ok(HttpResponse::Ok().json(collection(data, page.next_cursor)))
+}
+
+/// A visitor's message; emits `message.received`.
+#[utoipa::path(tag = "widget", request_body = Object, responses((status = 201, description = "The message"), (status = 422, description = "validation_failed")))]
+#[post("/widget/v1/conversations/{cid}/messages")]
+async fn post_message(
+    v: Visitor,
+    st: web::Data<AppState>,
+    cid: web::Path<String>,
+    body: JsonBody,
+) -> ApiResult<HttpResponse> {
+    own(&v, &cid)?;
+    let mut errors = Vec::new();
+    for k in body
+        .0
+        .as_object()
+        .map(|o| o.keys().cloned().collect::<Vec<_>>())
+        .unwrap_or_default()
+    {
+        if k != "text" {
+            errors.push(FieldError::new(
+                format!("/{k}"),
+                "unknown_field",
+                "this key is not allowed here",
+            ));
+        }
+    }
+    let text = match body.0.get("text") {
+        Some(Value::String(s)) if s.trim().is_empty() => {
+            errors.push(FieldError::new("/text", "required", "must not be empty"));
+            None
+        }
+        Some(Value::String(s)) if s.chars().count() > 4000 => {
+            errors.push(FieldError::new(
+                "/text",
+                "too_long",
+                "must be at most 4000 characters",
+            ));
+            None
+        }
+        Some(Value::String(s)) => Some(s.clone()),
+        Some(_) => {
+            errors.push(FieldError::new("/text", "invalid_type", "must be a string"));
+            None
+        }
+        None => {
+            errors.push(FieldError::new("/text", "required", "text is required"));
+            None
+        }
+    };
+    if !errors.is_empty() {
+        return Err(ApiError::Validation(errors));
+    }
+    let text = text.unwrap_or_default();
+    let now = st.now_ms();
+    let msg = new_message(
+        &cid,
+        Author::Person(v.0.visitor.clone()),
+        Content {
+            text: Some(text.clone()),
+            blocks: None,
+            metadata: None,
+            typing_on_interaction: None,
+        },
+        now,
+    );
+    let event_id = new_id("evt");
+    let response_url = super::responses::response_url(&st, &event_id, &msg.id, &cid, true, now);
+    let payload = events::message_received(
+        &Base {
+            event_id: &event_id,
+            chatbot_id: &v.0.chatbot_id,
+            conversation_id: &cid,
+            message_id: &msg.id,
+            user: &v.0.visitor,
+            response_url: &response_url,
+        },
+        &text,
+        &rfc3339(now),
+    );
+    let event = NewEvent {
+        id: event_id,
+        chatbot_id: v.0.chatbot_id.clone(),
+        conversation_id: cid.to_string(),
+        event_type: events::MESSAGE_RECEIVED,
+        payload,
+        created_at: now,
+    };
+    st.store.insert_message(msg.clone(), Some(event)).await?;
+    metrics::counter!("blockhook_events_total", "type" => events::MESSAGE_RECEIVED).increment(1);
+    Ok(HttpResponse::Created().json(msg))
+}
+
+async fn interact(
+    st: &AppState,
+    v: &Visitor,
+    message_id: String,
+    action: Action,
+) -> ApiResult<HttpResponse> {
+    let now = st.now_ms();
+    let event_id = new_id("evt");
+    let response_url =
+        super::responses::response_url(st, &event_id, &message_id, &v.0.id, false, now);
+    let event_type = match action {
+        Action::Click { .. } => events::BUTTON_CLICKED,
+        Action::Submit { .. } => events::FORM_SUBMITTED,
+    };
+    let out = st
+        .store
+        .interact(InteractRequest {
+            message_id,
+            conversation_id: v.0.id.clone(),
+            action,
+            user: v.0.visitor.clone(),
+            event_id,
+            response_url,
+            now_ms: now,
+            interactive_window_ms: st.config.interactive_window.as_millis() as i64,
+        })
+        .await?;
+    metrics::counter!("blockhook_events_total", "type" => event_type).increment(1);
+    if out.typing {
+        super::responses::start_typing(st, &v.0.id, &out.message.id);
+    }
+    Ok(HttpResponse::Ok().json(json!({ "message": out.message })))
+}
+
+fn string_key(body: &Map<String, Value>, key: &str, errors: &mut Vec<FieldError>) -> String {
+    match body.get(key) {
+        Some(Value::String(s)) if !s.is_empty() => s.clone(),
+        Some(Value::String(_)) | None => {
+            errors.push(FieldError::new(
+                format!("/{key}"),
+                "required",
+                format!("{key} is required"),
+            ));
+            String::new()
+        }
+        Some(_) => {
+            errors.push(FieldError::new(
+                format!("/{key}"),
+                "invalid_type",
+                "must be a string",
+            ));
+            String::new()
+        }
+    }
+}
+
+/// A click on a button. Exactly one of concurrent clicks on a group that
+/// turns off on click is accepted.
+#[utoipa::path(tag = "widget", request_body = Object, responses(
+    (status = 200, description = "{\"message\"} with the new block state"),
+    (status = 409, description = "block_disabled"),
+    (status = 410, description = "interaction_closed"),
+    (status = 422, description = "link_button or validation_failed"),
+    (status = 404, description = "not_found")))]
+#[post("/widget/v1/messages/{mid}/clicks")]
+async fn click(
+    v: Visitor,
+    st: web::Data<AppState>,
+    mid: web::Path<String>,
+    body: JsonBody,
+) -> ApiResult<HttpResponse> {
+    let Value::Object(body) = body.0 else {
+        return Err(ApiError::field(
+            "",
+            "invalid_type",
+            "the body must be a JSON object",
+        ));
+    };
+    let mut errors = Vec::new();
+    for k in body.keys() {
+        if !["block_id", "action_id", "comment"].contains(&k.as_str()) {
+            errors.push(FieldError::new(
+                format!("/{k}"),
+                "unknown_field",
+                "this key is not allowed here",
+            ));
+        }
+    }
+    let block_id = string_key(&body, "block_id", &mut errors);
+    let action_id = string_key(&body, "action_id", &mut errors);
+    let comment = match body.get("comment") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) if s.chars().count() <= 2000 => Some(s.clone()),
+        Some(Value::String(_)) => {
+            errors.push(FieldError::new(
+                "/comment",
+                "too_long",
+                "must be at most 2000 characters",
+            ));
+            None
+        }
+        Some(_) => {
+            errors.push(FieldError::new(
+                "/comment",
+                "invalid_type",
+                "must be a string",
+            ));
+            None
+        }
+    };
+    if !errors.is_empty() {
+        return Err(ApiError::Validation(errors));
+    }
+    interact(
+        &st,
+        &v,
+        mid.into_inner(),
+        Action::Click {
+            block_id,
+            action_id,
+            comment,
+        },
+    )
+    .await
+}
+
+/// A form submit. Values are checked against the stored fields; on any
+/// failure nothing is stored or sent.
+#[utoipa::path(tag = "widget", request_body = Object, responses(
+    (status = 200, description = "{\"message\"} with the new block state"),
+    (status = 409, description = "block_disabled"),
+    (status = 410, description = "interaction_closed"),
+    (status = 422, description = "validation_failed, one entry per bad field"),
+    (status = 404, description = "not_found")))]
+#[post("/widget/v1/messages/{mid}/forms/{form_id}")]
+async fn submit_form(
+    v: Visitor,
+    st: web::Data<AppState>,
+    path: web::Path<(String, String)>,
+    body: JsonBody,
+) -> ApiResult<HttpResponse> {
+    let (mid, form_id) = path.into_inner();
+    let Value::Object(body) = body.0 else {
+        return Err(ApiError::field(
+            "",
+            "invalid_type",
+            "the body must be a JSON object",
+        ));
+    };
+    let mut errors = Vec::new();
+    for k in body.keys() {
+        if k != "values" {
+            errors.push(FieldError::new(
+                format!("/{k}"),
+                "unknown_field",
+                "this key is not allowed here",
+            ));
+        }
+    }
+    let values = match body.get("values") {
+        Some(Value::Object(m)) => m.clone(),
+        None => Map::new(),
+        Some(_) => {
+            errors.push(FieldError::new(
+                "/values",
+                "invalid_type",
+                "must be an object",
+            ));
+            Map::new()
+        }
+    };
+    if !errors.is_empty() {
+        return Err(ApiError::Validation(errors));
+    }
+    interact(&st, &v, mid, Action::Submit { form_id, values }).await
+}

@@ -1,0 +1,13 @@
+//! blockhook: chat-widget interactions turned into signed, durable webhook
+//! events.
+
+pub mod cli;
+pub mod config;
+pub mod delivery;
+pub mod domain;
+pub mod error;
+pub mod http;
+pub mod hub;
+pub mod schemas;
+pub mod startup;
+pub mod store;

@@ -1,0 +1,158 @@
+//! Builds the application on a listener and runs it until stopped.
+
+use std::net::TcpListener;
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use actix_web::{HttpServer, web};
+use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
+
+use crate::config::{Config, Database};
+use crate::delivery::{self, Dispatcher};
+use crate::domain::ids::{hash_secret, new_secret, random_bytes};
+use crate::http::{self, AppState};
+use crate::hub::Hub;
+use crate::store::Store;
+use crate::store::sqlite::SqliteStore;
+
+/// How long in-flight deliveries may take to finish on shutdown.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(15);
+
+pub struct Application {
+    port: u16,
+    server: actix_web::dev::Server,
+    dispatcher: Arc<Dispatcher>,
+    state: web::Data<AppState>,
+    /// Printed once on the first start, when the token was generated.
+    pub generated_admin_token: Option<String>,
+}
+
+fn metrics_handle() -> Option<PrometheusHandle> {
+    static H: OnceLock<Option<PrometheusHandle>> = OnceLock::new();
+    H.get_or_init(|| {
+        let h = PrometheusBuilder::new()
+            .set_buckets_for_metric(
+                metrics_exporter_prometheus::Matcher::Full(
+                    "blockhook_attempt_duration_seconds".into(),
+                ),
+                &[
+                    0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
+                ],
+            )
+            .ok()?
+            .install_recorder()
+            .ok()?;
+        Some(h)
+    })
+    .clone()
+}
+
+/// Opens the store named by the configuration.
+pub fn open_store(config: &Config, hub: Arc<Hub>) -> Result<Arc<dyn Store>, String> {
+    match &config.database {
+        Database::Sqlite(path) => Ok(Arc::new(
+            SqliteStore::open(path, hub).map_err(|e| e.to_string())?,
+        )),
+        Database::Postgres(_) => {
+            Err("PostgreSQL is not supported by this build yet; use sqlite://".into())
+        }
+    }
+}
+
+impl Application {
+    /// Opens the store, binds the listener (port 0 picks a free port) and
+    /// starts the delivery workers.
+    pub async fn build(config: Config) -> Result<Self, String> {
+        let listener = TcpListener::bind(&config.addr)
+            .map_err(|e| format!("cannot listen on {}: {e}", config.addr))?;
+        let local = listener.local_addr().map_err(|e| e.to_string())?;
+        let hub = Arc::new(Hub::new());
+        let store = open_store(&config, hub.clone())?;
+
+        let (admin_token_hash, generated_admin_token) = match &config.admin_token {
+            Some(t) => (hash_secret(t), None),
+            None => {
+                let token = new_secret("adm");
+                let fresh = hash_secret(&token);
+                let stored = store
+                    .meta_get_or_init("admin_token_hash", fresh.clone())
+                    .await
+                    .map_err(|e| e.to_string())?;
+                let generated = (stored == fresh).then_some(token);
+                (stored, generated)
+            }
+        };
+        let key_hex = store
+            .meta_get_or_init(
+                "server_key",
+                data_encoding::HEXLOWER.encode(&random_bytes::<32>()),
+            )
+            .await
+            .map_err(|e| e.to_string())?;
+        let server_key = data_encoding::HEXLOWER
+            .decode(key_hex.as_bytes())
+            .map_err(|e| e.to_string())?;
+        // Single instance on SQLite: leases left by a crash are void.
+        if matches!(config.database, Database::Sqlite(_)) {
+            store
+                .release_leases(None)
+                .await
+                .map_err(|e| e.to_string())?;
+        }
+        let public_url = config
+            .public_url
+            .clone()
+            .unwrap_or_else(|| format!("http://{local}"));
+        let state = web::Data::new(AppState {
+            store,
+            config,
+            admin_token_hash,
+            server_key,
+            public_url,
+            hub,
+            metrics: metrics_handle(),
+        });
+        let dispatcher = delivery::spawn(state.clone())?;
+        let st = state.clone();
+        let server = HttpServer::new(move || http::app(st.clone()))
+            .listen(listener)
+            .map_err(|e| e.to_string())?
+            .shutdown_timeout(5)
+            .run();
+        Ok(Self {
+            port: local.port(),
+            server,
+            dispatcher,
+            state,
+            generated_admin_token,
+        })
+    }
+
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    pub fn public_url(&self) -> &str {
+        &self.state.public_url
+    }
+
+    /// Serves until SIGINT/SIGTERM, then stops claiming, lets in-flight
+    /// attempts finish within a bound, and exits.
+    pub async fn run_until_stopped(self) -> std::io::Result<()> {
+        let r = self.server.await;
+        self.dispatcher.shutdown.cancel();
+        self.dispatcher.tracker.close();
+        if tokio::time::timeout(SHUTDOWN_GRACE, self.dispatcher.tracker.wait())
+            .await
+            .is_err()
+        {
+            tracing::warn!(
+                "in-flight deliveries did not finish in time; their leases are released"
+            );
+        }
+        // Give the recorder a moment to write the last outcomes.
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let _ = self.state.store.release_leases(None).await;
+        r
+    }
+}

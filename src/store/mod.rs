@@ -1,0 +1,272 @@
+//! The storage seam. Handlers and the delivery worker see only [`Store`];
+//! `sqlite` implements it with one group-committing writer thread.
+
+pub mod sqlite;
+
+use std::future::Future;
+use std::pin::Pin;
+
+use serde_json::Value;
+
+use crate::domain::interact::Action;
+use crate::domain::model::{Chatbot, Conversation, Message, Person};
+use crate::error::ApiError;
+
+pub type BoxFut<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("not found")]
+    NotFound,
+    /// A decision of the domain (409, 410, 422 …) taken inside a transaction.
+    #[error("{0}")]
+    Api(ApiError),
+    #[error("storage error: {0}")]
+    Backend(String),
+}
+
+impl From<ApiError> for StoreError {
+    fn from(e: ApiError) -> Self {
+        StoreError::Api(e)
+    }
+}
+
+pub type StoreResult<T> = Result<T, StoreError>;
+
+/// A page of a collection, newest first.
+#[derive(Debug)]
+pub struct Page<T> {
+    pub data: Vec<T>,
+    pub next_cursor: Option<String>,
+}
+
+/// An event to enqueue for delivery in the same transaction as its cause.
+#[derive(Debug, Clone)]
+pub struct NewEvent {
+    pub id: String,
+    pub chatbot_id: String,
+    pub conversation_id: String,
+    pub event_type: &'static str,
+    pub payload: Vec<u8>,
+    pub created_at: i64,
+}
+
+/// A widget-stream entry (`message.created`, `message.updated`,
+/// `message.deleted`, `typing`), kept so that a reconnect can replay.
+#[derive(Debug, Clone)]
+pub struct StreamEvent {
+    pub seq: i64,
+    pub conversation_id: String,
+    pub kind: String,
+    pub data: String,
+}
+
+/// A click or submit, with everything decided outside the transaction.
+#[derive(Debug, Clone)]
+pub struct InteractRequest {
+    pub message_id: String,
+    /// The conversation the caller may act in (the visitor token's).
+    pub conversation_id: String,
+    pub action: Action,
+    pub user: Person,
+    pub event_id: String,
+    pub response_url: String,
+    pub now_ms: i64,
+    pub interactive_window_ms: i64,
+}
+
+/// What an accepted interaction produced.
+#[derive(Debug, Clone)]
+pub struct Interacted {
+    pub message: Message,
+    pub typing: bool,
+}
+
+/// A delivery claimed by a worker.
+#[derive(Debug, Clone)]
+pub struct Claimed {
+    pub seq: i64,
+    pub event_id: String,
+    pub chatbot_id: String,
+    pub conversation_id: String,
+    pub payload: bytes::Bytes,
+    /// Attempts made before this one.
+    pub attempts: u32,
+}
+
+/// The outcome of one delivery attempt, recorded in one batch with others.
+#[derive(Debug, Clone)]
+pub struct AttemptRecord {
+    pub event_id: String,
+    pub conversation_id: String,
+    pub number: u32,
+    pub at_ms: i64,
+    pub status_code: Option<u16>,
+    pub duration_ms: i64,
+    pub error: Option<String>,
+    pub response_excerpt: Option<String>,
+    pub next: AttemptNext,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum AttemptNext {
+    Succeeded,
+    /// Retry at this time (ms since epoch).
+    RetryAt(i64),
+    Dead,
+    /// The endpoint said `410 Gone`: disable it; the delivery waits.
+    EndpointGone,
+}
+
+#[derive(Debug, Clone)]
+pub struct EventSummary {
+    pub event_id: String,
+    pub event_type: String,
+    pub created_at: i64,
+    pub status: String,
+    pub attempts: u32,
+    pub next_attempt_at: Option<i64>,
+    pub payload: bytes::Bytes,
+}
+
+#[derive(Debug, Clone)]
+pub struct AttemptRow {
+    pub number: u32,
+    pub at: i64,
+    pub status_code: Option<u16>,
+    pub duration_ms: i64,
+    pub error: Option<String>,
+    pub response_excerpt: Option<String>,
+}
+
+/// Queue depth and the age of the oldest waiting delivery, for `/metrics`.
+#[derive(Debug, Clone, Default)]
+pub struct QueueStats {
+    pub pending: i64,
+    pub oldest_pending_created_at: Option<i64>,
+}
+
+/// One use of a `response_url`, applied atomically with its use count.
+#[derive(Debug, Clone)]
+pub struct ReplyRequest {
+    pub event_id: String,
+    pub message_id: String,
+    pub conversation_id: String,
+    pub idempotency_key: Option<String>,
+    pub max_uses: u32,
+    pub now_ms: i64,
+    pub reply: Reply,
+}
+
+#[derive(Debug, Clone)]
+pub enum Reply {
+    Replace {
+        text: Option<String>,
+        blocks: Vec<crate::domain::blocks::Block>,
+        metadata: Option<Value>,
+    },
+    Post(Message),
+    Delete,
+}
+
+pub enum ReplyOutcome {
+    Applied(Value),
+    /// The idempotency key was used before: the first result.
+    Repeated(Value),
+    UsedUp,
+}
+
+pub trait Store: Send + Sync + 'static {
+    /// A value kept across restarts (admin token hash, server key); `init`
+    /// is stored when none is there yet. Returns the stored value.
+    fn meta_get_or_init(&self, key: &str, init: String) -> BoxFut<'_, StoreResult<String>>;
+
+    fn create_chatbot(&self, bot: Chatbot, api_key_hash: String) -> BoxFut<'_, StoreResult<()>>;
+    fn get_chatbot(&self, id: &str) -> BoxFut<'_, StoreResult<Chatbot>>;
+    fn chatbot_by_key(&self, api_key_hash: &str) -> BoxFut<'_, StoreResult<Chatbot>>;
+    /// Saves name, url, retention, secrets and the endpoint flag.
+    fn update_chatbot(&self, bot: Chatbot) -> BoxFut<'_, StoreResult<()>>;
+
+    fn create_conversation(
+        &self,
+        conv: Conversation,
+        token_hash: String,
+    ) -> BoxFut<'_, StoreResult<()>>;
+    fn get_conversation(&self, id: &str) -> BoxFut<'_, StoreResult<Conversation>>;
+    fn conversation_by_token(&self, token_hash: &str) -> BoxFut<'_, StoreResult<Conversation>>;
+    /// A member takes over: blocks turn off with reason `takeover`.
+    fn takeover(
+        &self,
+        conversation_id: &str,
+        member: Person,
+        now_ms: i64,
+    ) -> BoxFut<'_, StoreResult<()>>;
+
+    /// Stores a message (and, for a visitor's message, its event) in one
+    /// transaction, with its `message.created` stream entry.
+    fn insert_message(&self, msg: Message, event: Option<NewEvent>) -> BoxFut<'_, StoreResult<()>>;
+    fn get_message(&self, id: &str) -> BoxFut<'_, StoreResult<Message>>;
+    fn list_messages(
+        &self,
+        conversation_id: &str,
+        limit: usize,
+        cursor: Option<i64>,
+    ) -> BoxFut<'_, StoreResult<Page<Message>>>;
+
+    /// Applies a click or submit atomically: block state, event and stream
+    /// entry in one transaction, or nothing.
+    fn interact(&self, req: InteractRequest) -> BoxFut<'_, StoreResult<Interacted>>;
+
+    /// Applies one use of a response_url.
+    fn reply(&self, req: ReplyRequest) -> BoxFut<'_, StoreResult<ReplyOutcome>>;
+
+    fn stream_since(
+        &self,
+        conversation_id: &str,
+        after_seq: i64,
+        limit: usize,
+    ) -> BoxFut<'_, StoreResult<Vec<StreamEvent>>>;
+    /// Records a transient stream entry (`typing`).
+    fn append_stream(
+        &self,
+        conversation_id: &str,
+        kind: &str,
+        data: String,
+    ) -> BoxFut<'_, StoreResult<StreamEvent>>;
+
+    /// Claims up to `limit` due deliveries that head their conversation,
+    /// skipping the chatbots in `skip` and disabled endpoints; each is
+    /// leased until `lease_until`.
+    fn claim_due(
+        &self,
+        now_ms: i64,
+        lease_until: i64,
+        limit: usize,
+        skip: Vec<String>,
+    ) -> BoxFut<'_, StoreResult<Vec<Claimed>>>;
+    /// Records attempts and moves each delivery on, in one transaction.
+    fn record_attempts(&self, records: Vec<AttemptRecord>) -> BoxFut<'_, StoreResult<()>>;
+    /// Releases all leases (on start of a single instance, and on shutdown).
+    fn release_leases(&self, event_ids: Option<Vec<String>>) -> BoxFut<'_, StoreResult<()>>;
+    /// Time (ms) of the earliest future attempt, to sleep until.
+    fn next_due_at(&self) -> BoxFut<'_, StoreResult<Option<i64>>>;
+    fn list_events(
+        &self,
+        chatbot_id: &str,
+        status: Option<String>,
+        limit: usize,
+        cursor: Option<i64>,
+    ) -> BoxFut<'_, StoreResult<Page<EventSummary>>>;
+    fn get_event(
+        &self,
+        chatbot_id: &str,
+        event_id: &str,
+    ) -> BoxFut<'_, StoreResult<(EventSummary, Vec<AttemptRow>)>>;
+    fn redeliver(
+        &self,
+        chatbot_id: &str,
+        event_id: &str,
+        now_ms: i64,
+    ) -> BoxFut<'_, StoreResult<()>>;
+    fn queue_stats(&self) -> BoxFut<'_, StoreResult<QueueStats>>;
+}

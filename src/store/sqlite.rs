@@ -1,0 +1,952 @@
+//! SQLite store: one writer thread that drains a channel into one
+//! transaction per batch (group commit, `synchronous=FULL`), and a small pool
+//! of read connections (WAL). The single writer also serialises
+//! first-click-wins.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::thread;
+
+use parking_lot::Mutex;
+use rusqlite::{Connection, OptionalExtension, params};
+use tokio::sync::oneshot;
+
+use super::*;
+use crate::domain::interact::{self, Context};
+use crate::hub::Hub;
+
+const MIGRATIONS: &[&str] = &[include_str!("../../migrations/sqlite/0001_init.sql")];
+const MAX_BATCH: usize = 512;
+
+type Done = Box<dyn FnOnce(Result<(), String>) + Send>;
+type Job = Box<dyn FnOnce(&Connection) -> Done + Send>;
+
+pub struct SqliteStore {
+    path: String,
+    writer: crossbeam_channel::Sender<Job>,
+    readers: Mutex<Vec<Connection>>,
+    hub: Arc<Hub>,
+}
+
+fn backend(e: impl std::fmt::Display) -> StoreError {
+    StoreError::Backend(e.to_string())
+}
+
+fn open(path: &str) -> rusqlite::Result<Connection> {
+    let conn = Connection::open(path)?;
+    conn.busy_timeout(std::time::Duration::from_secs(5))?;
+    conn.pragma_update(None, "journal_mode", "WAL")?;
+    conn.pragma_update(None, "synchronous", "FULL")?;
+    conn.pragma_update(None, "foreign_keys", "ON")?;
+    Ok(conn)
+}
+
+impl SqliteStore {
+    /// Opens (creating if needed) the database at `path` and runs migrations.
+    pub fn open(path: &str, hub: Arc<Hub>) -> StoreResult<Self> {
+        if let Some(parent) = Path::new(path).parent() {
+            if !parent.as_os_str().is_empty() {
+                std::fs::create_dir_all(parent).map_err(backend)?;
+            }
+        }
+        let conn = open(path).map_err(backend)?;
+        let version: i64 = conn
+            .pragma_query_value(None, "user_version", |r| r.get(0))
+            .map_err(backend)?;
+        for (i, sql) in MIGRATIONS.iter().enumerate() {
+            if (i as i64) >= version {
+                conn.execute_batch(sql).map_err(backend)?;
+                conn.pragma_update(None, "user_version", (i + 1) as i64)
+                    .map_err(backend)?;
+            }
+        }
+        let (tx, rx) = crossbeam_channel::unbounded::<Job>();
+        thread::Builder::new()
+            .name("blockhook-sqlite-writer".into())
+            .spawn(move || writer_loop(conn, rx))
+            .map_err(backend)?;
+        Ok(Self {
+            path: path.to_string(),
+            writer: tx,
+            readers: Mutex::new(Vec::new()),
+            hub,
+        })
+    }
+
+    /// Runs `f` inside the next group-committed transaction; resolves after
+    /// the commit.
+    async fn write<T, F>(&self, f: F) -> StoreResult<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Connection) -> StoreResult<T> + Send + 'static,
+    {
+        let (tx, rx) = oneshot::channel::<StoreResult<T>>();
+        let job: Job = Box::new(move |conn: &Connection| {
+            let result = match conn.execute_batch("SAVEPOINT job") {
+                Ok(()) => {
+                    let r = f(conn);
+                    let end = if r.is_ok() {
+                        "RELEASE job"
+                    } else {
+                        "ROLLBACK TO job; RELEASE job"
+                    };
+                    match conn.execute_batch(end) {
+                        Ok(()) => r,
+                        Err(e) => Err(backend(e)),
+                    }
+                }
+                Err(e) => Err(backend(e)),
+            };
+            Box::new(move |commit: Result<(), String>| {
+                let out = match commit {
+                    Ok(()) => result,
+                    Err(e) => Err(StoreError::Backend(e)),
+                };
+                let _ = tx.send(out);
+            })
+        });
+        self.writer
+            .send(job)
+            .map_err(|_| StoreError::Backend("writer stopped".into()))?;
+        rx.await
+            .map_err(|_| StoreError::Backend("writer dropped the job".into()))?
+    }
+
+    /// Runs a read on a pooled connection (WAL readers do not block the writer).
+    fn read<T>(&self, f: impl FnOnce(&Connection) -> rusqlite::Result<T>) -> StoreResult<T> {
+        let conn = match self.readers.lock().pop() {
+            Some(c) => c,
+            None => open(&self.path).map_err(backend)?,
+        };
+        let r = f(&conn).map_err(backend);
+        let mut pool = self.readers.lock();
+        if pool.len() < 8 {
+            pool.push(conn);
+        }
+        r
+    }
+}
+
+fn writer_loop(conn: Connection, rx: crossbeam_channel::Receiver<Job>) {
+    let mut done: Vec<Done> = Vec::with_capacity(MAX_BATCH);
+    while let Ok(first) = rx.recv() {
+        let begin = conn.execute_batch("BEGIN IMMEDIATE");
+        if let Err(e) = begin {
+            first(&conn)(Err(e.to_string()));
+            continue;
+        }
+        done.push(first(&conn));
+        while done.len() < MAX_BATCH {
+            match rx.try_recv() {
+                Ok(job) => done.push(job(&conn)),
+                Err(_) => break,
+            }
+        }
+        let commit = conn.execute_batch("COMMIT").map_err(|e| e.to_string());
+        if commit.is_err() {
+            let _ = conn.execute_batch("ROLLBACK");
+        }
+        for d in done.drain(..) {
+            d(commit.clone());
+        }
+    }
+}
+
+// ---- row mapping -----------------------------------------------------------
+
+const CHATBOT_COLS: &str = "id, name, webhook_url, retention_ms, signing_secret, previous_secret, previous_until, endpoint_disabled, member_id, created_at";
+
+fn chatbot_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Chatbot> {
+    let prev: Option<String> = r.get(5)?;
+    let until: Option<i64> = r.get(6)?;
+    Ok(Chatbot {
+        id: r.get(0)?,
+        name: r.get(1)?,
+        webhook_url: r.get(2)?,
+        retention_ms: r.get(3)?,
+        signing_secret: r.get(4)?,
+        previous_secret: prev.zip(until),
+        endpoint_disabled: r.get::<_, i64>(7)? != 0,
+        member_id: r.get(8)?,
+        created_at: r.get(9)?,
+    })
+}
+
+const CONV_COLS: &str = "id, chatbot_id, visitor_id, visitor_name, taken_over_by, created_at";
+
+fn conversation_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Conversation> {
+    let taken: Option<String> = r.get(4)?;
+    Ok(Conversation {
+        id: r.get(0)?,
+        chatbot_id: r.get(1)?,
+        visitor: Person {
+            kind: "visitor".into(),
+            id: r.get(2)?,
+            display_name: r.get(3)?,
+        },
+        taken_over_by: taken.and_then(|t| serde_json::from_str(&t).ok()),
+        created_at: r.get(5)?,
+    })
+}
+
+fn parse_message(doc: &str, created_ms: i64) -> rusqlite::Result<Message> {
+    let mut m: Message = serde_json::from_str(doc).map_err(|e| {
+        rusqlite::Error::FromSqlConversionFailure(0, rusqlite::types::Type::Text, Box::new(e))
+    })?;
+    m.created_ms = created_ms;
+    Ok(m)
+}
+
+fn to_doc(m: &Message) -> StoreResult<String> {
+    serde_json::to_string(m).map_err(backend)
+}
+
+fn load_message(conn: &Connection, id: &str) -> StoreResult<Message> {
+    conn.prepare_cached("SELECT doc, created_at FROM messages WHERE id = ?1 AND deleted = 0")
+        .and_then(|mut s| {
+            s.query_row([id], |r| parse_message(&r.get::<_, String>(0)?, r.get(1)?))
+                .optional()
+        })
+        .map_err(backend)?
+        .ok_or(StoreError::NotFound)
+}
+
+fn save_message(conn: &Connection, m: &Message) -> StoreResult<()> {
+    let doc = to_doc(m)?;
+    conn.prepare_cached("UPDATE messages SET doc = ?2 WHERE id = ?1")
+        .and_then(|mut s| s.execute(params![m.id, doc]))
+        .map_err(backend)?;
+    Ok(())
+}
+
+fn insert_message(conn: &Connection, m: &Message) -> StoreResult<()> {
+    let doc = to_doc(m)?;
+    conn.prepare_cached(
+        "INSERT INTO messages (id, conversation_id, doc, created_at) VALUES (?1, ?2, ?3, ?4)",
+    )
+    .and_then(|mut s| s.execute(params![m.id, m.conversation_id, doc, m.created_ms]))
+    .map_err(backend)?;
+    Ok(())
+}
+
+fn append_stream(
+    conn: &Connection,
+    conversation_id: &str,
+    kind: &str,
+    data: String,
+) -> StoreResult<StreamEvent> {
+    let seq = conn
+        .prepare_cached("INSERT INTO stream_events (conversation_id, kind, data) VALUES (?1, ?2, ?3) RETURNING seq")
+        .and_then(|mut s| s.query_row(params![conversation_id, kind, data], |r| r.get(0)))
+        .map_err(backend)?;
+    Ok(StreamEvent {
+        seq,
+        conversation_id: conversation_id.to_string(),
+        kind: kind.to_string(),
+        data,
+    })
+}
+
+fn insert_event(conn: &Connection, e: &NewEvent) -> StoreResult<()> {
+    conn.prepare_cached(
+        "INSERT INTO events (id, chatbot_id, conversation_id, type, payload, created_at, status, attempts, next_attempt_at, is_head)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'pending', 0, ?6,
+                 NOT EXISTS (SELECT 1 FROM events WHERE conversation_id = ?3 AND status IN ('pending', 'failed')))",
+    )
+    .and_then(|mut s| {
+        s.execute(params![
+            e.id,
+            e.chatbot_id,
+            e.conversation_id,
+            e.event_type,
+            e.payload,
+            e.created_at
+        ])
+    })
+    .map_err(backend)?;
+    Ok(())
+}
+
+/// After an event leaves the active states, the next one of its
+/// conversation becomes the head.
+fn promote_next(conn: &Connection, conversation_id: &str) -> StoreResult<()> {
+    conn.prepare_cached(
+        "UPDATE events SET is_head = 1 WHERE seq = (
+            SELECT min(seq) FROM events WHERE conversation_id = ?1 AND status IN ('pending', 'failed'))
+         AND is_head = 0",
+    )
+    .and_then(|mut s| s.execute([conversation_id]))
+    .map_err(backend)?;
+    Ok(())
+}
+
+fn message_json(m: &Message) -> String {
+    serde_json::to_string(m).unwrap_or_default()
+}
+
+fn summary_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<EventSummary> {
+    let status: String = r.get(4)?;
+    let next: i64 = r.get(6)?;
+    let active = status == "pending" || status == "failed";
+    Ok(EventSummary {
+        event_id: r.get(0)?,
+        event_type: r.get(1)?,
+        created_at: r.get(2)?,
+        payload: bytes::Bytes::from(r.get::<_, Vec<u8>>(3)?),
+        status,
+        attempts: r.get(5)?,
+        next_attempt_at: active.then_some(next),
+    })
+}
+
+impl Store for SqliteStore {
+    fn meta_get_or_init(&self, key: &str, init: String) -> BoxFut<'_, StoreResult<String>> {
+        let key = key.to_string();
+        Box::pin(self.write(move |c| {
+            c.execute(
+                "INSERT OR IGNORE INTO meta (key, value) VALUES (?1, ?2)",
+                params![key, init],
+            )
+            .map_err(backend)?;
+            c.query_row("SELECT value FROM meta WHERE key = ?1", [key], |r| r.get(0))
+                .map_err(backend)
+        }))
+    }
+
+    fn create_chatbot(&self, b: Chatbot, api_key_hash: String) -> BoxFut<'_, StoreResult<()>> {
+        Box::pin(self.write(move |c| {
+            c.execute(
+                "INSERT INTO chatbots (id, name, webhook_url, retention_ms, api_key_hash, signing_secret, member_id, created_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                params![b.id, b.name, b.webhook_url, b.retention_ms, api_key_hash, b.signing_secret, b.member_id, b.created_at],
+            )
+            .map_err(backend)?;
+            Ok(())
+        }))
+    }
+
+    fn get_chatbot(&self, id: &str) -> BoxFut<'_, StoreResult<Chatbot>> {
+        let r = self.read(|c| {
+            c.prepare_cached(&format!(
+                "SELECT {CHATBOT_COLS} FROM chatbots WHERE id = ?1"
+            ))?
+            .query_row([id], chatbot_row)
+            .optional()
+        });
+        Box::pin(async move { r?.ok_or(StoreError::NotFound) })
+    }
+
+    fn chatbot_by_key(&self, api_key_hash: &str) -> BoxFut<'_, StoreResult<Chatbot>> {
+        let r = self.read(|c| {
+            c.prepare_cached(&format!(
+                "SELECT {CHATBOT_COLS} FROM chatbots WHERE api_key_hash = ?1"
+            ))?
+            .query_row([api_key_hash], chatbot_row)
+            .optional()
+        });
+        Box::pin(async move { r?.ok_or(StoreError::NotFound) })
+    }
+
+    fn update_chatbot(&self, b: Chatbot) -> BoxFut<'_, StoreResult<()>> {
+        let hub = self.hub.clone();
+        Box::pin(async move {
+            let enabled = !b.endpoint_disabled;
+            self.write(move |c| {
+                let (prev, until) = match b.previous_secret {
+                    Some((s, u)) => (Some(s), Some(u)),
+                    None => (None, None),
+                };
+                let n = c
+                    .execute(
+                        "UPDATE chatbots SET name = ?2, webhook_url = ?3, retention_ms = ?4, signing_secret = ?5,
+                         previous_secret = ?6, previous_until = ?7, endpoint_disabled = ?8 WHERE id = ?1",
+                        params![b.id, b.name, b.webhook_url, b.retention_ms, b.signing_secret, prev, until, b.endpoint_disabled as i64],
+                    )
+                    .map_err(backend)?;
+                if n == 0 {
+                    return Err(StoreError::NotFound);
+                }
+                Ok(())
+            })
+            .await?;
+            if enabled {
+                hub.new_events.notify_one();
+            }
+            Ok(())
+        })
+    }
+
+    fn create_conversation(
+        &self,
+        conv: Conversation,
+        token_hash: String,
+    ) -> BoxFut<'_, StoreResult<()>> {
+        Box::pin(self.write(move |c| {
+            c.execute(
+                "INSERT INTO conversations (id, chatbot_id, visitor_id, visitor_name, token_hash, created_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                params![conv.id, conv.chatbot_id, conv.visitor.id, conv.visitor.display_name, token_hash, conv.created_at],
+            )
+            .map_err(backend)?;
+            Ok(())
+        }))
+    }
+
+    fn get_conversation(&self, id: &str) -> BoxFut<'_, StoreResult<Conversation>> {
+        let r = self.read(|c| {
+            c.prepare_cached(&format!(
+                "SELECT {CONV_COLS} FROM conversations WHERE id = ?1"
+            ))?
+            .query_row([id], conversation_row)
+            .optional()
+        });
+        Box::pin(async move { r?.ok_or(StoreError::NotFound) })
+    }
+
+    fn conversation_by_token(&self, token_hash: &str) -> BoxFut<'_, StoreResult<Conversation>> {
+        let r = self.read(|c| {
+            c.prepare_cached(&format!(
+                "SELECT {CONV_COLS} FROM conversations WHERE token_hash = ?1"
+            ))?
+            .query_row([token_hash], conversation_row)
+            .optional()
+        });
+        Box::pin(async move { r?.ok_or(StoreError::NotFound) })
+    }
+
+    fn takeover(
+        &self,
+        conversation_id: &str,
+        member: Person,
+        now_ms: i64,
+    ) -> BoxFut<'_, StoreResult<()>> {
+        let cid = conversation_id.to_string();
+        let hub = self.hub.clone();
+        Box::pin(async move {
+            let events = self
+                .write(move |c| {
+                    let member = serde_json::to_string(&member).map_err(backend)?;
+                    let n = c
+                        .execute("UPDATE conversations SET taken_over_by = ?2 WHERE id = ?1", params![cid, member])
+                        .map_err(backend)?;
+                    if n == 0 {
+                        return Err(StoreError::NotFound);
+                    }
+                    let mut stmt = c
+                        .prepare("SELECT doc, created_at FROM messages WHERE conversation_id = ?1 AND deleted = 0")
+                        .map_err(backend)?;
+                    let msgs: Vec<Message> = stmt
+                        .query_map([&cid], |r| parse_message(&r.get::<_, String>(0)?, r.get(1)?))
+                        .and_then(|rows| rows.collect())
+                        .map_err(backend)?;
+                    let mut out = Vec::new();
+                    for mut m in msgs {
+                        let mut changed = false;
+                        for b in &mut m.blocks {
+                            let s = b.state_mut();
+                            if !s.disabled && b.is_interactive() {
+                                let s = b.state_mut();
+                                s.disabled = true;
+                                s.reason = Some("takeover".into());
+                                changed = true;
+                            }
+                        }
+                        if changed {
+                            m.updated_at = crate::domain::time::rfc3339(now_ms);
+                            save_message(c, &m)?;
+                            out.push(append_stream(c, &cid, "message.updated", message_json(&m))?);
+                        }
+                    }
+                    Ok(out)
+                })
+                .await?;
+            hub.publish(events);
+            Ok(())
+        })
+    }
+
+    fn insert_message(&self, msg: Message, event: Option<NewEvent>) -> BoxFut<'_, StoreResult<()>> {
+        let hub = self.hub.clone();
+        Box::pin(async move {
+            let has_event = event.is_some();
+            let entry = self
+                .write(move |c| {
+                    insert_message(c, &msg)?;
+                    if let Some(e) = &event {
+                        insert_event(c, e)?;
+                    }
+                    append_stream(
+                        c,
+                        &msg.conversation_id,
+                        "message.created",
+                        message_json(&msg),
+                    )
+                })
+                .await?;
+            hub.publish(vec![entry]);
+            if has_event {
+                hub.new_events.notify_one();
+            }
+            Ok(())
+        })
+    }
+
+    fn get_message(&self, id: &str) -> BoxFut<'_, StoreResult<Message>> {
+        let r = self.read(|c| {
+            c.prepare_cached("SELECT doc, created_at FROM messages WHERE id = ?1 AND deleted = 0")?
+                .query_row([id], |r| parse_message(&r.get::<_, String>(0)?, r.get(1)?))
+                .optional()
+        });
+        Box::pin(async move { r?.ok_or(StoreError::NotFound) })
+    }
+
+    fn list_messages(
+        &self,
+        conversation_id: &str,
+        limit: usize,
+        cursor: Option<i64>,
+    ) -> BoxFut<'_, StoreResult<Page<Message>>> {
+        let r = self.read(|c| {
+            let mut s = c.prepare_cached(
+                "SELECT doc, created_at, seq FROM messages WHERE conversation_id = ?1 AND deleted = 0 AND seq < ?2
+                 ORDER BY seq DESC LIMIT ?3",
+            )?;
+            let rows = s.query_map(params![conversation_id, cursor.unwrap_or(i64::MAX), limit as i64 + 1], |r| {
+                Ok((parse_message(&r.get::<_, String>(0)?, r.get(1)?)?, r.get::<_, i64>(2)?))
+            })?;
+            rows.collect::<rusqlite::Result<Vec<_>>>()
+        });
+        Box::pin(async move {
+            let mut rows = r?;
+            let next_cursor = if rows.len() > limit {
+                rows.truncate(limit);
+                rows.last().map(|(_, seq)| seq.to_string())
+            } else {
+                None
+            };
+            Ok(Page {
+                data: rows.into_iter().map(|(m, _)| m).collect(),
+                next_cursor,
+            })
+        })
+    }
+
+    fn interact(&self, req: InteractRequest) -> BoxFut<'_, StoreResult<Interacted>> {
+        let hub = self.hub.clone();
+        Box::pin(async move {
+            let (out, entry) = self
+                .write(move |c| {
+                    let mut msg = load_message(c, &req.message_id)?;
+                    if msg.conversation_id != req.conversation_id {
+                        return Err(StoreError::NotFound);
+                    }
+                    let (chatbot_id, retention_ms, conv_created, taken): (String, i64, i64, Option<String>) = c
+                        .prepare_cached(
+                            "SELECT v.chatbot_id, b.retention_ms, v.created_at, v.taken_over_by
+                             FROM conversations v JOIN chatbots b ON b.id = v.chatbot_id WHERE v.id = ?1",
+                        )
+                        .and_then(|mut s| s.query_row([&msg.conversation_id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))))
+                        .map_err(backend)?;
+                    let ctx = Context {
+                        now_ms: req.now_ms,
+                        interactive_window_ms: req.interactive_window_ms,
+                        retention_ms,
+                        conversation_created_ms: conv_created,
+                        taken_over: taken.is_some(),
+                        chatbot_id: &chatbot_id,
+                        user: &req.user,
+                        event_id: &req.event_id,
+                        response_url: &req.response_url,
+                    };
+                    let accepted = interact::apply(&mut msg, &ctx, &req.action)?;
+                    insert_event(
+                        c,
+                        &NewEvent {
+                            id: req.event_id.clone(),
+                            chatbot_id: chatbot_id.clone(),
+                            conversation_id: msg.conversation_id.clone(),
+                            event_type: accepted.event_type,
+                            payload: accepted.payload,
+                            created_at: req.now_ms,
+                        },
+                    )?;
+                    save_message(c, &msg)?;
+                    let entry = append_stream(c, &msg.conversation_id, "message.updated", message_json(&msg))?;
+                    let typing = msg.typing_on_interaction;
+                    Ok((Interacted { message: msg, typing }, entry))
+                })
+                .await?;
+            hub.publish(vec![entry]);
+            hub.new_events.notify_one();
+            Ok(out)
+        })
+    }
+
+    fn reply(&self, req: ReplyRequest) -> BoxFut<'_, StoreResult<ReplyOutcome>> {
+        let hub = self.hub.clone();
+        Box::pin(async move {
+            let (outcome, entries) = self
+                .write(move |c| {
+                    if let Some(key) = &req.idempotency_key {
+                        let prior: Option<String> = c
+                            .query_row(
+                                "SELECT result FROM response_idempotency WHERE event_id = ?1 AND key = ?2",
+                                params![req.event_id, key],
+                                |r| r.get(0),
+                            )
+                            .optional()
+                            .map_err(backend)?;
+                        if let Some(p) = prior {
+                            let v = serde_json::from_str(&p).map_err(backend)?;
+                            return Ok((ReplyOutcome::Repeated(v), Vec::new()));
+                        }
+                    }
+                    let uses: i64 = c
+                        .query_row("SELECT uses FROM response_uses WHERE event_id = ?1", [&req.event_id], |r| r.get(0))
+                        .optional()
+                        .map_err(backend)?
+                        .unwrap_or(0);
+                    if uses >= req.max_uses as i64 {
+                        return Ok((ReplyOutcome::UsedUp, Vec::new()));
+                    }
+                    let now = crate::domain::time::rfc3339(req.now_ms);
+                    let mut entries = Vec::new();
+                    let result_msg = match req.reply {
+                        Reply::Replace { text, blocks, metadata } => {
+                            let mut m = load_message(c, &req.message_id)?;
+                            m.text = text;
+                            m.blocks = blocks;
+                            if let Some(md) = metadata {
+                                m.metadata = md;
+                            }
+                            m.updated_at = now;
+                            save_message(c, &m)?;
+                            entries.push(append_stream(c, &m.conversation_id, "message.updated", message_json(&m))?);
+                            m
+                        }
+                        Reply::Post(m) => {
+                            insert_message(c, &m)?;
+                            entries.push(append_stream(c, &m.conversation_id, "message.created", message_json(&m))?);
+                            m
+                        }
+                        Reply::Delete => {
+                            let m = load_message(c, &req.message_id)?;
+                            c.execute("UPDATE messages SET deleted = 1 WHERE id = ?1", [&m.id]).map_err(backend)?;
+                            entries.push(append_stream(
+                                c,
+                                &m.conversation_id,
+                                "message.deleted",
+                                serde_json::json!({"message_id": m.id}).to_string(),
+                            )?);
+                            m
+                        }
+                    };
+                    c.execute(
+                        "INSERT INTO response_uses (event_id, uses) VALUES (?1, 1)
+                         ON CONFLICT(event_id) DO UPDATE SET uses = uses + 1",
+                        [&req.event_id],
+                    )
+                    .map_err(backend)?;
+                    let result = serde_json::json!({ "message": result_msg });
+                    if let Some(key) = &req.idempotency_key {
+                        c.execute(
+                            "INSERT INTO response_idempotency (event_id, key, result) VALUES (?1, ?2, ?3)",
+                            params![req.event_id, key, result.to_string()],
+                        )
+                        .map_err(backend)?;
+                    }
+                    Ok((ReplyOutcome::Applied(result), entries))
+                })
+                .await?;
+            hub.publish(entries);
+            Ok(outcome)
+        })
+    }
+
+    fn stream_since(
+        &self,
+        conversation_id: &str,
+        after_seq: i64,
+        limit: usize,
+    ) -> BoxFut<'_, StoreResult<Vec<StreamEvent>>> {
+        let r = self.read(|c| {
+            let mut s = c.prepare_cached(
+                "SELECT seq, conversation_id, kind, data FROM stream_events WHERE conversation_id = ?1 AND seq > ?2
+                 ORDER BY seq LIMIT ?3",
+            )?;
+            let rows = s.query_map(params![conversation_id, after_seq, limit as i64], |r| {
+                Ok(StreamEvent {
+                    seq: r.get(0)?,
+                    conversation_id: r.get(1)?,
+                    kind: r.get(2)?,
+                    data: r.get(3)?,
+                })
+            })?;
+            rows.collect()
+        });
+        Box::pin(async move { r })
+    }
+
+    fn append_stream(
+        &self,
+        conversation_id: &str,
+        kind: &str,
+        data: String,
+    ) -> BoxFut<'_, StoreResult<StreamEvent>> {
+        let (cid, kind) = (conversation_id.to_string(), kind.to_string());
+        let hub = self.hub.clone();
+        Box::pin(async move {
+            let e = self
+                .write(move |c| append_stream(c, &cid, &kind, data))
+                .await?;
+            hub.publish(vec![e.clone()]);
+            Ok(e)
+        })
+    }
+
+    fn claim_due(
+        &self,
+        now_ms: i64,
+        lease_until: i64,
+        limit: usize,
+        skip: Vec<String>,
+    ) -> BoxFut<'_, StoreResult<Vec<Claimed>>> {
+        Box::pin(self.write(move |c| {
+            let skip = serde_json::to_string(&skip).map_err(backend)?;
+            let mut s = c
+                .prepare_cached(
+                    "UPDATE events SET leased_until = ?2 WHERE seq IN (
+                        SELECT e.seq FROM events e
+                        WHERE e.is_head = 1 AND e.status IN ('pending', 'failed')
+                          AND e.next_attempt_at <= ?1 AND e.leased_until <= ?1
+                          AND e.chatbot_id NOT IN (SELECT value FROM json_each(?3))
+                          AND e.chatbot_id NOT IN (SELECT id FROM chatbots WHERE endpoint_disabled = 1)
+                        ORDER BY e.next_attempt_at, e.seq LIMIT ?4)
+                     RETURNING seq, id, chatbot_id, conversation_id, payload, attempts",
+                )
+                .map_err(backend)?;
+            let rows = s
+                .query_map(params![now_ms, lease_until, skip, limit as i64], |r| {
+                    Ok(Claimed {
+                        seq: r.get(0)?,
+                        event_id: r.get(1)?,
+                        chatbot_id: r.get(2)?,
+                        conversation_id: r.get(3)?,
+                        payload: bytes::Bytes::from(r.get::<_, Vec<u8>>(4)?),
+                        attempts: r.get(5)?,
+                    })
+                })
+                .and_then(|rows| rows.collect::<rusqlite::Result<Vec<_>>>())
+                .map_err(backend)?;
+            let mut rows = rows;
+            rows.sort_by_key(|r| r.seq);
+            Ok(rows)
+        }))
+    }
+
+    fn record_attempts(&self, records: Vec<AttemptRecord>) -> BoxFut<'_, StoreResult<()>> {
+        let hub = self.hub.clone();
+        Box::pin(async move {
+            let promoted = self
+                .write(move |c| {
+                    let mut promoted = false;
+                    for rec in &records {
+                        c.prepare_cached(
+                            "INSERT OR REPLACE INTO attempts (event_id, number, at, status_code, duration_ms, error, response_excerpt)
+                             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                        )
+                        .and_then(|mut s| {
+                            s.execute(params![
+                                rec.event_id,
+                                rec.number,
+                                rec.at_ms,
+                                rec.status_code,
+                                rec.duration_ms,
+                                rec.error,
+                                rec.response_excerpt
+                            ])
+                        })
+                        .map_err(backend)?;
+                        let (status, next, is_head): (&str, i64, bool) = match rec.next {
+                            AttemptNext::Succeeded => ("succeeded", 0, false),
+                            AttemptNext::Dead => ("dead", 0, false),
+                            AttemptNext::RetryAt(t) => ("failed", t, true),
+                            AttemptNext::EndpointGone => ("failed", rec.at_ms, true),
+                        };
+                        c.prepare_cached(
+                            "UPDATE events SET status = ?2, attempts = max(attempts, ?3), next_attempt_at = ?4,
+                             is_head = ?5, leased_until = 0 WHERE id = ?1",
+                        )
+                        .and_then(|mut s| s.execute(params![rec.event_id, status, rec.number, next, is_head as i64]))
+                        .map_err(backend)?;
+                        if rec.next == AttemptNext::EndpointGone {
+                            c.prepare_cached(
+                                "UPDATE chatbots SET endpoint_disabled = 1 WHERE id = (SELECT chatbot_id FROM events WHERE id = ?1)",
+                            )
+                            .and_then(|mut s| s.execute([&rec.event_id]))
+                            .map_err(backend)?;
+                        }
+                        if !is_head {
+                            promote_next(c, &rec.conversation_id)?;
+                            promoted = true;
+                        }
+                    }
+                    Ok(promoted)
+                })
+                .await?;
+            if promoted {
+                hub.new_events.notify_one();
+            }
+            Ok(())
+        })
+    }
+
+    fn release_leases(&self, event_ids: Option<Vec<String>>) -> BoxFut<'_, StoreResult<()>> {
+        Box::pin(self.write(move |c| {
+            match event_ids {
+                None => c.execute("UPDATE events SET leased_until = 0 WHERE leased_until > 0", []),
+                Some(ids) => c.execute(
+                    "UPDATE events SET leased_until = 0 WHERE id IN (SELECT value FROM json_each(?1))",
+                    [serde_json::to_string(&ids).unwrap_or_default()],
+                ),
+            }
+            .map_err(backend)?;
+            Ok(())
+        }))
+    }
+
+    fn next_due_at(&self) -> BoxFut<'_, StoreResult<Option<i64>>> {
+        let r = self.read(|c| {
+            c.prepare_cached(
+                "SELECT min(max(next_attempt_at, leased_until)) FROM events WHERE is_head = 1 AND status IN ('pending', 'failed')
+                 AND chatbot_id NOT IN (SELECT id FROM chatbots WHERE endpoint_disabled = 1)",
+            )?
+            .query_row([], |r| r.get(0))
+        });
+        Box::pin(async move { r })
+    }
+
+    fn list_events(
+        &self,
+        chatbot_id: &str,
+        status: Option<String>,
+        limit: usize,
+        cursor: Option<i64>,
+    ) -> BoxFut<'_, StoreResult<Page<EventSummary>>> {
+        let r = self.read(|c| {
+            let mut s = c.prepare_cached(
+                "SELECT id, type, created_at, payload, status, attempts, next_attempt_at, seq FROM events
+                 WHERE chatbot_id = ?1 AND (?2 IS NULL OR status = ?2) AND seq < ?3 ORDER BY seq DESC LIMIT ?4",
+            )?;
+            let rows = s.query_map(params![chatbot_id, status, cursor.unwrap_or(i64::MAX), limit as i64 + 1], |r| {
+                Ok((summary_row(r)?, r.get::<_, i64>(7)?))
+            })?;
+            rows.collect::<rusqlite::Result<Vec<_>>>()
+        });
+        Box::pin(async move {
+            let mut rows = r?;
+            let next_cursor = if rows.len() > limit {
+                rows.truncate(limit);
+                rows.last().map(|(_, s)| s.to_string())
+            } else {
+                None
+            };
+            Ok(Page {
+                data: rows.into_iter().map(|(e, _)| e).collect(),
+                next_cursor,
+            })
+        })
+    }
+
+    fn get_event(
+        &self,
+        chatbot_id: &str,
+        event_id: &str,
+    ) -> BoxFut<'_, StoreResult<(EventSummary, Vec<AttemptRow>)>> {
+        let r = self.read(|c| {
+            let ev = c
+                .prepare_cached(
+                    "SELECT id, type, created_at, payload, status, attempts, next_attempt_at FROM events
+                     WHERE id = ?1 AND chatbot_id = ?2",
+                )?
+                .query_row([event_id, chatbot_id], summary_row)
+                .optional()?;
+            let Some(ev) = ev else { return Ok(None) };
+            let mut s = c.prepare_cached(
+                "SELECT number, at, status_code, duration_ms, error, response_excerpt FROM attempts
+                 WHERE event_id = ?1 ORDER BY number",
+            )?;
+            let attempts = s
+                .query_map([event_id], |r| {
+                    Ok(AttemptRow {
+                        number: r.get(0)?,
+                        at: r.get(1)?,
+                        status_code: r.get(2)?,
+                        duration_ms: r.get(3)?,
+                        error: r.get(4)?,
+                        response_excerpt: r.get(5)?,
+                    })
+                })?
+                .collect::<rusqlite::Result<Vec<_>>>()?;
+            Ok(Some((ev, attempts)))
+        });
+        Box::pin(async move { r?.ok_or(StoreError::NotFound) })
+    }
+
+    fn redeliver(
+        &self,
+        chatbot_id: &str,
+        event_id: &str,
+        now_ms: i64,
+    ) -> BoxFut<'_, StoreResult<()>> {
+        let (bid, eid) = (chatbot_id.to_string(), event_id.to_string());
+        let hub = self.hub.clone();
+        Box::pin(async move {
+            self.write(move |c| {
+                let row: Option<(String, String)> = c
+                    .query_row(
+                        "SELECT status, conversation_id FROM events WHERE id = ?1 AND chatbot_id = ?2",
+                        [&eid, &bid],
+                        |r| Ok((r.get(0)?, r.get(1)?)),
+                    )
+                    .optional()
+                    .map_err(backend)?;
+                let Some((status, conv)) = row else {
+                    return Err(StoreError::NotFound);
+                };
+                if status == "pending" || status == "failed" {
+                    // Already queued: make it due now.
+                    c.execute("UPDATE events SET next_attempt_at = ?2 WHERE id = ?1", params![eid, now_ms])
+                        .map_err(backend)?;
+                    return Ok(());
+                }
+                c.execute(
+                    "UPDATE events SET status = 'pending', next_attempt_at = ?2, leased_until = 0,
+                     is_head = NOT EXISTS (SELECT 1 FROM events WHERE conversation_id = ?3 AND status IN ('pending', 'failed'))
+                     WHERE id = ?1",
+                    params![eid, now_ms, conv],
+                )
+                .map_err(backend)?;
+                Ok(())
+            })
+            .await?;
+            hub.new_events.notify_one();
+            Ok(())
+        })
+    }
+
+    fn queue_stats(&self) -> BoxFut<'_, StoreResult<QueueStats>> {
+        let r = self.read(|c| {
+            c.prepare_cached(
+                "SELECT count(*), min(created_at) FROM events WHERE status IN ('pending', 'failed')",
+            )?
+            .query_row([], |r| {
+                Ok(QueueStats {
+                    pending: r.get(0)?,
+                    oldest_pending_created_at: r.get(1)?,
+                })
+            })
+        });
+        Box::pin(async move { r })
+    }
+}
