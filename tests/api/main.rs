@@ -1,0 +1,9 @@
+//! Black-box tests over real HTTP on loopback against a real SQLite file.
+
+mod helpers;
+
+mod bench_smoke;
+mod core;
+mod delivery;
+mod responses;
+mod schemas;
