@@ -13,6 +13,7 @@ use crate::domain::ids::{hash_secret, new_secret, random_bytes};
 use crate::http::{self, AppState};
 use crate::hub::Hub;
 use crate::store::Store;
+use crate::store::postgres::PostgresStore;
 use crate::store::sqlite::SqliteStore;
 
 /// How long in-flight deliveries may take to finish on shutdown.
@@ -48,14 +49,16 @@ fn metrics_handle() -> Option<PrometheusHandle> {
 }
 
 /// Opens the store named by the configuration.
-pub fn open_store(config: &Config, hub: Arc<Hub>) -> Result<Arc<dyn Store>, String> {
+pub async fn open_store(config: &Config, hub: Arc<Hub>) -> Result<Arc<dyn Store>, String> {
     match &config.database {
         Database::Sqlite(path) => Ok(Arc::new(
             SqliteStore::open(path, hub).map_err(|e| e.to_string())?,
         )),
-        Database::Postgres(_) => {
-            Err("PostgreSQL is not supported by this build yet; use sqlite://".into())
-        }
+        Database::Postgres(url) => Ok(Arc::new(
+            PostgresStore::connect(url, hub)
+                .await
+                .map_err(|e| format!("cannot open {url}: {e}"))?,
+        )),
     }
 }
 
@@ -67,7 +70,7 @@ impl Application {
             .map_err(|e| format!("cannot listen on {}: {e}", config.addr))?;
         let local = listener.local_addr().map_err(|e| e.to_string())?;
         let hub = Arc::new(Hub::new());
-        let store = open_store(&config, hub.clone())?;
+        let store = open_store(&config, hub.clone()).await?;
 
         let (admin_token_hash, generated_admin_token) = match &config.admin_token {
             Some(t) => (hash_secret(t), None),

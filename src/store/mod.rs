@@ -1,6 +1,7 @@
 //! The storage seam. Handlers and the delivery worker see only [`Store`];
 //! `sqlite` implements it with one group-committing writer thread.
 
+pub mod postgres;
 pub mod sqlite;
 
 use std::future::Future;

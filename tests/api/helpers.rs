@@ -450,3 +450,41 @@ pub fn verify_signature(secret: &str, r: &Received) -> bool {
         .split(' ')
         .any(|s| s == expected)
 }
+
+/// The PostgreSQL server the tests use (`BLOCKHOOK_TEST_POSTGRES_URL`, by
+/// default the local server `.ci/run` starts). A missing server fails the
+/// test: it is never skipped.
+pub fn postgres_admin_url() -> String {
+    std::env::var("BLOCKHOOK_TEST_POSTGRES_URL")
+        .unwrap_or_else(|_| "postgres://postgres:postgres@127.0.0.1:5432/postgres".into())
+}
+
+/// Creates a fresh, empty database and returns its URL.
+pub async fn fresh_postgres_database() -> String {
+    use sqlx::Connection;
+    let admin = postgres_admin_url();
+    let mut conn = sqlx::PgConnection::connect(&admin)
+        .await
+        .unwrap_or_else(|e| panic!("PostgreSQL at {admin} is required for this test: {e}"));
+    let name = format!("bh_test_{}", uuid::Uuid::new_v4().simple());
+    sqlx::query(&format!("CREATE DATABASE {name}"))
+        .execute(&mut conn)
+        .await
+        .expect("create database");
+    let base = admin.rsplit_once('/').map(|(b, _)| b).unwrap_or(&admin);
+    format!("{base}/{name}")
+}
+
+/// The app on a fresh PostgreSQL database.
+pub async fn spawn_app_pg() -> TestApp {
+    spawn_app_pg_with(|_| {}).await
+}
+
+pub async fn spawn_app_pg_with(tweak: impl FnOnce(&mut Config)) -> TestApp {
+    let url = fresh_postgres_database().await;
+    spawn_app_with(move |c| {
+        c.database = Database::Postgres(url);
+        tweak(c);
+    })
+    .await
+}

@@ -5,5 +5,6 @@ mod helpers;
 mod bench_smoke;
 mod core;
 mod delivery;
+mod postgres;
 mod responses;
 mod schemas;

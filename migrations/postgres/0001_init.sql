@@ -1,0 +1,88 @@
+CREATE TABLE IF NOT EXISTS meta (
+    key   TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
+
+CREATE TABLE IF NOT EXISTS chatbots (
+    id                  TEXT PRIMARY KEY,
+    name                TEXT NOT NULL,
+    webhook_url         TEXT NOT NULL,
+    retention_ms        BIGINT NOT NULL,
+    api_key_hash        TEXT NOT NULL UNIQUE,
+    signing_secret      TEXT NOT NULL,
+    previous_secret     TEXT,
+    previous_until      BIGINT,
+    endpoint_disabled   BIGINT NOT NULL DEFAULT 0,
+    member_id           TEXT NOT NULL,
+    created_at          BIGINT NOT NULL
+);
+
+CREATE TABLE IF NOT EXISTS conversations (
+    id                  TEXT PRIMARY KEY,
+    chatbot_id          TEXT NOT NULL REFERENCES chatbots(id),
+    visitor_id          TEXT NOT NULL,
+    visitor_name        TEXT NOT NULL,
+    token_hash          TEXT NOT NULL UNIQUE,
+    taken_over_by       TEXT,
+    created_at          BIGINT NOT NULL
+);
+
+CREATE TABLE IF NOT EXISTS messages (
+    seq                 BIGSERIAL PRIMARY KEY,
+    id                  TEXT NOT NULL UNIQUE,
+    conversation_id     TEXT NOT NULL,
+    doc                 TEXT NOT NULL,
+    created_at          BIGINT NOT NULL,
+    deleted             BIGINT NOT NULL DEFAULT 0
+);
+CREATE INDEX IF NOT EXISTS messages_by_conversation ON messages(conversation_id, seq);
+
+-- The outbox: one row per event, its delivery state beside it.
+CREATE TABLE IF NOT EXISTS events (
+    seq                 BIGSERIAL PRIMARY KEY,
+    id                  TEXT NOT NULL UNIQUE,
+    chatbot_id          TEXT NOT NULL,
+    conversation_id     TEXT NOT NULL,
+    type                TEXT NOT NULL,
+    payload             BYTEA NOT NULL,
+    created_at          BIGINT NOT NULL,
+    status              TEXT NOT NULL,          -- pending | failed | succeeded | dead
+    attempts            BIGINT NOT NULL DEFAULT 0,
+    next_attempt_at     BIGINT NOT NULL,
+    is_head             BIGINT NOT NULL,       -- 1: no earlier undelivered event in its conversation
+    leased_until        BIGINT NOT NULL DEFAULT 0
+);
+CREATE INDEX IF NOT EXISTS events_due ON events(next_attempt_at) WHERE is_head = 1 AND status IN ('pending', 'failed');
+CREATE INDEX IF NOT EXISTS events_active_by_conversation ON events(conversation_id, seq) WHERE status IN ('pending', 'failed');
+CREATE INDEX IF NOT EXISTS events_by_chatbot ON events(chatbot_id, seq);
+
+CREATE TABLE IF NOT EXISTS attempts (
+    event_id            TEXT NOT NULL,
+    number              BIGINT NOT NULL,
+    at                  BIGINT NOT NULL,
+    status_code         BIGINT,
+    duration_ms         BIGINT NOT NULL,
+    error               TEXT,
+    response_excerpt    TEXT,
+    PRIMARY KEY (event_id, number)
+);
+
+CREATE TABLE IF NOT EXISTS stream_events (
+    seq                 BIGSERIAL PRIMARY KEY,
+    conversation_id     TEXT NOT NULL,
+    kind                TEXT NOT NULL,
+    data                TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS stream_by_conversation ON stream_events(conversation_id, seq);
+
+-- response_url uses, per event, and their idempotency keys.
+CREATE TABLE IF NOT EXISTS response_uses (
+    event_id            TEXT PRIMARY KEY,
+    uses                BIGINT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS response_idempotency (
+    event_id            TEXT NOT NULL,
+    key                 TEXT NOT NULL,
+    result              TEXT NOT NULL,
+    PRIMARY KEY (event_id, key)
+);

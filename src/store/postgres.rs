@@ -1,0 +1,877 @@
+//! PostgreSQL store, for several instances sharing one database. Row locks
+//! serialise what the SQLite writer thread serialises there: a message row
+//! for first-click-wins, a conversation row for the order of its events.
+//! Claims use `FOR UPDATE SKIP LOCKED` with leases.
+
+use std::sync::Arc;
+
+use sqlx::postgres::{PgPool, PgPoolOptions, PgRow};
+use sqlx::{Postgres, Row, Transaction};
+
+use super::*;
+use crate::domain::interact::{self, Context};
+use crate::hub::Hub;
+
+const MIGRATIONS: &[&str] = &[include_str!("../../migrations/postgres/0001_init.sql")];
+
+pub struct PostgresStore {
+    pool: PgPool,
+    hub: Arc<Hub>,
+}
+
+fn backend(e: impl std::fmt::Display) -> StoreError {
+    StoreError::Backend(e.to_string())
+}
+
+type Tx<'a> = Transaction<'a, Postgres>;
+
+impl PostgresStore {
+    pub async fn connect(url: &str, hub: Arc<Hub>) -> StoreResult<Self> {
+        let pool = PgPoolOptions::new()
+            .max_connections(16)
+            .connect(url)
+            .await
+            .map_err(backend)?;
+        let store = Self { pool, hub };
+        store.migrate().await?;
+        Ok(store)
+    }
+
+    async fn migrate(&self) -> StoreResult<()> {
+        let mut tx = self.pool.begin().await.map_err(backend)?;
+        // One migrator at a time across instances.
+        sqlx::query("SELECT pg_advisory_xact_lock(7261536)")
+            .execute(&mut *tx)
+            .await
+            .map_err(backend)?;
+        sqlx::query("CREATE TABLE IF NOT EXISTS schema_version (version BIGINT NOT NULL)")
+            .execute(&mut *tx)
+            .await
+            .map_err(backend)?;
+        let version: Option<i64> = sqlx::query_scalar("SELECT max(version) FROM schema_version")
+            .fetch_one(&mut *tx)
+            .await
+            .map_err(backend)?;
+        let version = version.unwrap_or(0);
+        for (i, sql) in MIGRATIONS.iter().enumerate() {
+            if (i as i64) >= version {
+                sqlx::raw_sql(sql).execute(&mut *tx).await.map_err(backend)?;
+                sqlx::query("INSERT INTO schema_version (version) VALUES ($1)")
+                    .bind(i as i64 + 1)
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(backend)?;
+            }
+        }
+        tx.commit().await.map_err(backend)?;
+        Ok(())
+    }
+}
+
+const CHATBOT_COLS: &str = "id, name, webhook_url, retention_ms, signing_secret, previous_secret, previous_until, endpoint_disabled, member_id, created_at";
+
+fn chatbot_row(r: &PgRow) -> Result<Chatbot, sqlx::Error> {
+    let prev: Option<String> = r.try_get(5)?;
+    let until: Option<i64> = r.try_get(6)?;
+    Ok(Chatbot {
+        id: r.try_get(0)?,
+        name: r.try_get(1)?,
+        webhook_url: r.try_get(2)?,
+        retention_ms: r.try_get(3)?,
+        signing_secret: r.try_get(4)?,
+        previous_secret: prev.zip(until),
+        endpoint_disabled: r.try_get::<i64, _>(7)? != 0,
+        member_id: r.try_get(8)?,
+        created_at: r.try_get(9)?,
+    })
+}
+
+const CONV_COLS: &str = "id, chatbot_id, visitor_id, visitor_name, taken_over_by, created_at";
+
+fn conversation_row(r: &PgRow) -> Result<Conversation, sqlx::Error> {
+    let taken: Option<String> = r.try_get(4)?;
+    Ok(Conversation {
+        id: r.try_get(0)?,
+        chatbot_id: r.try_get(1)?,
+        visitor: Person {
+            kind: "visitor".into(),
+            id: r.try_get(2)?,
+            display_name: r.try_get(3)?,
+        },
+        taken_over_by: taken.and_then(|t| serde_json::from_str(&t).ok()),
+        created_at: r.try_get(5)?,
+    })
+}
+
+fn parse_message(doc: &str, created_ms: i64) -> StoreResult<Message> {
+    let mut m: Message = serde_json::from_str(doc).map_err(backend)?;
+    m.created_ms = created_ms;
+    Ok(m)
+}
+
+fn message_json(m: &Message) -> String {
+    serde_json::to_string(m).unwrap_or_default()
+}
+
+async fn load_message_for_update(tx: &mut Tx<'_>, id: &str) -> StoreResult<Message> {
+    let row = sqlx::query("SELECT doc, created_at FROM messages WHERE id = $1 AND deleted = 0 FOR UPDATE")
+        .bind(id)
+        .fetch_optional(&mut **tx)
+        .await
+        .map_err(backend)?
+        .ok_or(StoreError::NotFound)?;
+    parse_message(&row.try_get::<String, _>(0).map_err(backend)?, row.try_get(1).map_err(backend)?)
+}
+
+async fn save_message(tx: &mut Tx<'_>, m: &Message) -> StoreResult<()> {
+    sqlx::query("UPDATE messages SET doc = $2 WHERE id = $1")
+        .bind(&m.id)
+        .bind(message_json(m))
+        .execute(&mut **tx)
+        .await
+        .map_err(backend)?;
+    Ok(())
+}
+
+async fn insert_message(tx: &mut Tx<'_>, m: &Message) -> StoreResult<()> {
+    sqlx::query("INSERT INTO messages (id, conversation_id, doc, created_at) VALUES ($1, $2, $3, $4)")
+        .bind(&m.id)
+        .bind(&m.conversation_id)
+        .bind(message_json(m))
+        .bind(m.created_ms)
+        .execute(&mut **tx)
+        .await
+        .map_err(backend)?;
+    Ok(())
+}
+
+async fn append_stream(tx: &mut Tx<'_>, conversation_id: &str, kind: &str, data: String) -> StoreResult<StreamEvent> {
+    let seq: i64 = sqlx::query_scalar("INSERT INTO stream_events (conversation_id, kind, data) VALUES ($1, $2, $3) RETURNING seq")
+        .bind(conversation_id)
+        .bind(kind)
+        .bind(&data)
+        .fetch_one(&mut **tx)
+        .await
+        .map_err(backend)?;
+    Ok(StreamEvent {
+        seq,
+        conversation_id: conversation_id.to_string(),
+        kind: kind.to_string(),
+        data,
+    })
+}
+
+/// Serialises the event queue of one conversation across instances.
+async fn lock_conversation(tx: &mut Tx<'_>, conversation_id: &str) -> StoreResult<()> {
+    sqlx::query("SELECT 1 FROM conversations WHERE id = $1 FOR UPDATE")
+        .bind(conversation_id)
+        .execute(&mut **tx)
+        .await
+        .map_err(backend)?;
+    Ok(())
+}
+
+async fn insert_event(tx: &mut Tx<'_>, e: &NewEvent) -> StoreResult<()> {
+    lock_conversation(tx, &e.conversation_id).await?;
+    sqlx::query(
+        "INSERT INTO events (id, chatbot_id, conversation_id, type, payload, created_at, status, attempts, next_attempt_at, is_head)
+         VALUES ($1, $2, $3, $4, $5, $6, 'pending', 0, $6,
+                 CASE WHEN EXISTS (SELECT 1 FROM events WHERE conversation_id = $3 AND status IN ('pending', 'failed')) THEN 0 ELSE 1 END)",
+    )
+    .bind(&e.id)
+    .bind(&e.chatbot_id)
+    .bind(&e.conversation_id)
+    .bind(e.event_type)
+    .bind(&e.payload)
+    .bind(e.created_at)
+    .execute(&mut **tx)
+    .await
+    .map_err(backend)?;
+    Ok(())
+}
+
+async fn promote_next(tx: &mut Tx<'_>, conversation_id: &str) -> StoreResult<()> {
+    sqlx::query(
+        "UPDATE events SET is_head = 1 WHERE seq = (
+            SELECT min(seq) FROM events WHERE conversation_id = $1 AND status IN ('pending', 'failed'))
+         AND is_head = 0",
+    )
+    .bind(conversation_id)
+    .execute(&mut **tx)
+    .await
+    .map_err(backend)?;
+    Ok(())
+}
+
+fn summary_row(r: &PgRow) -> Result<EventSummary, sqlx::Error> {
+    let status: String = r.try_get(4)?;
+    let next: i64 = r.try_get(6)?;
+    let active = status == "pending" || status == "failed";
+    Ok(EventSummary {
+        event_id: r.try_get(0)?,
+        event_type: r.try_get(1)?,
+        created_at: r.try_get(2)?,
+        payload: bytes::Bytes::from(r.try_get::<Vec<u8>, _>(3)?),
+        status,
+        attempts: r.try_get::<i64, _>(5)? as u32,
+        next_attempt_at: active.then_some(next),
+    })
+}
+
+fn page_of<T>(mut rows: Vec<(T, i64)>, limit: usize) -> Page<T> {
+    let next_cursor = if rows.len() > limit {
+        rows.truncate(limit);
+        rows.last().map(|(_, s)| s.to_string())
+    } else {
+        None
+    };
+    Page {
+        data: rows.into_iter().map(|(x, _)| x).collect(),
+        next_cursor,
+    }
+}
+
+impl Store for PostgresStore {
+    fn meta_get_or_init(&self, key: &str, init: String) -> BoxFut<'_, StoreResult<String>> {
+        let key = key.to_string();
+        Box::pin(async move {
+            sqlx::query("INSERT INTO meta (key, value) VALUES ($1, $2) ON CONFLICT (key) DO NOTHING")
+                .bind(&key)
+                .bind(&init)
+                .execute(&self.pool)
+                .await
+                .map_err(backend)?;
+            sqlx::query_scalar("SELECT value FROM meta WHERE key = $1")
+                .bind(&key)
+                .fetch_one(&self.pool)
+                .await
+                .map_err(backend)
+        })
+    }
+
+    fn create_chatbot(&self, b: Chatbot, api_key_hash: String) -> BoxFut<'_, StoreResult<()>> {
+        Box::pin(async move {
+            sqlx::query(
+                "INSERT INTO chatbots (id, name, webhook_url, retention_ms, api_key_hash, signing_secret, member_id, created_at)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+            )
+            .bind(&b.id)
+            .bind(&b.name)
+            .bind(&b.webhook_url)
+            .bind(b.retention_ms)
+            .bind(&api_key_hash)
+            .bind(&b.signing_secret)
+            .bind(&b.member_id)
+            .bind(b.created_at)
+            .execute(&self.pool)
+            .await
+            .map_err(backend)?;
+            Ok(())
+        })
+    }
+
+    fn get_chatbot(&self, id: &str) -> BoxFut<'_, StoreResult<Chatbot>> {
+        let id = id.to_string();
+        Box::pin(async move {
+            let q = format!("SELECT {CHATBOT_COLS} FROM chatbots WHERE id = $1");
+            let row = sqlx::query(&q).bind(&id).fetch_optional(&self.pool).await.map_err(backend)?;
+            row.map(|r| chatbot_row(&r).map_err(backend)).transpose()?.ok_or(StoreError::NotFound)
+        })
+    }
+
+    fn chatbot_by_key(&self, api_key_hash: &str) -> BoxFut<'_, StoreResult<Chatbot>> {
+        let h = api_key_hash.to_string();
+        Box::pin(async move {
+            let q = format!("SELECT {CHATBOT_COLS} FROM chatbots WHERE api_key_hash = $1");
+            let row = sqlx::query(&q).bind(&h).fetch_optional(&self.pool).await.map_err(backend)?;
+            row.map(|r| chatbot_row(&r).map_err(backend)).transpose()?.ok_or(StoreError::NotFound)
+        })
+    }
+
+    fn update_chatbot(&self, b: Chatbot) -> BoxFut<'_, StoreResult<()>> {
+        Box::pin(async move {
+            let (prev, until) = match &b.previous_secret {
+                Some((s, u)) => (Some(s.clone()), Some(*u)),
+                None => (None, None),
+            };
+            let n = sqlx::query(
+                "UPDATE chatbots SET name = $2, webhook_url = $3, retention_ms = $4, signing_secret = $5,
+                 previous_secret = $6, previous_until = $7, endpoint_disabled = $8 WHERE id = $1",
+            )
+            .bind(&b.id)
+            .bind(&b.name)
+            .bind(&b.webhook_url)
+            .bind(b.retention_ms)
+            .bind(&b.signing_secret)
+            .bind(prev)
+            .bind(until)
+            .bind(b.endpoint_disabled as i64)
+            .execute(&self.pool)
+            .await
+            .map_err(backend)?
+            .rows_affected();
+            if n == 0 {
+                return Err(StoreError::NotFound);
+            }
+            if !b.endpoint_disabled {
+                self.hub.new_events.notify_one();
+            }
+            Ok(())
+        })
+    }
+
+    fn create_conversation(&self, conv: Conversation, token_hash: String) -> BoxFut<'_, StoreResult<()>> {
+        Box::pin(async move {
+            sqlx::query(
+                "INSERT INTO conversations (id, chatbot_id, visitor_id, visitor_name, token_hash, created_at)
+                 VALUES ($1, $2, $3, $4, $5, $6)",
+            )
+            .bind(&conv.id)
+            .bind(&conv.chatbot_id)
+            .bind(&conv.visitor.id)
+            .bind(&conv.visitor.display_name)
+            .bind(&token_hash)
+            .bind(conv.created_at)
+            .execute(&self.pool)
+            .await
+            .map_err(backend)?;
+            Ok(())
+        })
+    }
+
+    fn get_conversation(&self, id: &str) -> BoxFut<'_, StoreResult<Conversation>> {
+        let id = id.to_string();
+        Box::pin(async move {
+            let q = format!("SELECT {CONV_COLS} FROM conversations WHERE id = $1");
+            let row = sqlx::query(&q).bind(&id).fetch_optional(&self.pool).await.map_err(backend)?;
+            row.map(|r| conversation_row(&r).map_err(backend))
+                .transpose()?
+                .ok_or(StoreError::NotFound)
+        })
+    }
+
+    fn conversation_by_token(&self, token_hash: &str) -> BoxFut<'_, StoreResult<Conversation>> {
+        let h = token_hash.to_string();
+        Box::pin(async move {
+            let q = format!("SELECT {CONV_COLS} FROM conversations WHERE token_hash = $1");
+            let row = sqlx::query(&q).bind(&h).fetch_optional(&self.pool).await.map_err(backend)?;
+            row.map(|r| conversation_row(&r).map_err(backend))
+                .transpose()?
+                .ok_or(StoreError::NotFound)
+        })
+    }
+
+    fn takeover(&self, conversation_id: &str, member: Person, now_ms: i64) -> BoxFut<'_, StoreResult<()>> {
+        let cid = conversation_id.to_string();
+        Box::pin(async move {
+            let mut tx = self.pool.begin().await.map_err(backend)?;
+            let member = serde_json::to_string(&member).map_err(backend)?;
+            let n = sqlx::query("UPDATE conversations SET taken_over_by = $2 WHERE id = $1")
+                .bind(&cid)
+                .bind(&member)
+                .execute(&mut *tx)
+                .await
+                .map_err(backend)?
+                .rows_affected();
+            if n == 0 {
+                return Err(StoreError::NotFound);
+            }
+            let rows = sqlx::query("SELECT doc, created_at FROM messages WHERE conversation_id = $1 AND deleted = 0 FOR UPDATE")
+                .bind(&cid)
+                .fetch_all(&mut *tx)
+                .await
+                .map_err(backend)?;
+            let mut out = Vec::new();
+            for r in rows {
+                let mut m = parse_message(&r.try_get::<String, _>(0).map_err(backend)?, r.try_get(1).map_err(backend)?)?;
+                let mut changed = false;
+                for b in &mut m.blocks {
+                    if !b.state().disabled && b.is_interactive() {
+                        let s = b.state_mut();
+                        s.disabled = true;
+                        s.reason = Some("takeover".into());
+                        changed = true;
+                    }
+                }
+                if changed {
+                    m.updated_at = crate::domain::time::rfc3339(now_ms);
+                    save_message(&mut tx, &m).await?;
+                    out.push(append_stream(&mut tx, &cid, "message.updated", message_json(&m)).await?);
+                }
+            }
+            tx.commit().await.map_err(backend)?;
+            self.hub.publish(out);
+            Ok(())
+        })
+    }
+
+    fn insert_message(&self, msg: Message, event: Option<NewEvent>) -> BoxFut<'_, StoreResult<()>> {
+        Box::pin(async move {
+            let mut tx = self.pool.begin().await.map_err(backend)?;
+            insert_message(&mut tx, &msg).await?;
+            if let Some(e) = &event {
+                insert_event(&mut tx, e).await?;
+            }
+            let entry = append_stream(&mut tx, &msg.conversation_id, "message.created", message_json(&msg)).await?;
+            tx.commit().await.map_err(backend)?;
+            self.hub.publish(vec![entry]);
+            if event.is_some() {
+                self.hub.new_events.notify_one();
+            }
+            Ok(())
+        })
+    }
+
+    fn get_message(&self, id: &str) -> BoxFut<'_, StoreResult<Message>> {
+        let id = id.to_string();
+        Box::pin(async move {
+            let row = sqlx::query("SELECT doc, created_at FROM messages WHERE id = $1 AND deleted = 0")
+                .bind(&id)
+                .fetch_optional(&self.pool)
+                .await
+                .map_err(backend)?
+                .ok_or(StoreError::NotFound)?;
+            parse_message(&row.try_get::<String, _>(0).map_err(backend)?, row.try_get(1).map_err(backend)?)
+        })
+    }
+
+    fn list_messages(&self, conversation_id: &str, limit: usize, cursor: Option<i64>) -> BoxFut<'_, StoreResult<Page<Message>>> {
+        let cid = conversation_id.to_string();
+        Box::pin(async move {
+            let rows = sqlx::query(
+                "SELECT doc, created_at, seq FROM messages WHERE conversation_id = $1 AND deleted = 0 AND seq < $2
+                 ORDER BY seq DESC LIMIT $3",
+            )
+            .bind(&cid)
+            .bind(cursor.unwrap_or(i64::MAX))
+            .bind(limit as i64 + 1)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(backend)?;
+            let mut out = Vec::with_capacity(rows.len());
+            for r in rows {
+                let m = parse_message(&r.try_get::<String, _>(0).map_err(backend)?, r.try_get(1).map_err(backend)?)?;
+                out.push((m, r.try_get::<i64, _>(2).map_err(backend)?));
+            }
+            Ok(page_of(out, limit))
+        })
+    }
+
+    fn interact(&self, req: InteractRequest) -> BoxFut<'_, StoreResult<Interacted>> {
+        Box::pin(async move {
+            let mut tx = self.pool.begin().await.map_err(backend)?;
+            let mut msg = load_message_for_update(&mut tx, &req.message_id).await?;
+            if msg.conversation_id != req.conversation_id {
+                return Err(StoreError::NotFound);
+            }
+            let row = sqlx::query(
+                "SELECT v.chatbot_id, b.retention_ms, v.created_at, v.taken_over_by
+                 FROM conversations v JOIN chatbots b ON b.id = v.chatbot_id WHERE v.id = $1",
+            )
+            .bind(&msg.conversation_id)
+            .fetch_one(&mut *tx)
+            .await
+            .map_err(backend)?;
+            let chatbot_id: String = row.try_get(0).map_err(backend)?;
+            let taken: Option<String> = row.try_get(3).map_err(backend)?;
+            let ctx = Context {
+                now_ms: req.now_ms,
+                interactive_window_ms: req.interactive_window_ms,
+                retention_ms: row.try_get(1).map_err(backend)?,
+                conversation_created_ms: row.try_get(2).map_err(backend)?,
+                taken_over: taken.is_some(),
+                chatbot_id: &chatbot_id,
+                user: &req.user,
+                event_id: &req.event_id,
+                response_url: &req.response_url,
+            };
+            let accepted = interact::apply(&mut msg, &ctx, &req.action)?;
+            insert_event(
+                &mut tx,
+                &NewEvent {
+                    id: req.event_id.clone(),
+                    chatbot_id: chatbot_id.clone(),
+                    conversation_id: msg.conversation_id.clone(),
+                    event_type: accepted.event_type,
+                    payload: accepted.payload,
+                    created_at: req.now_ms,
+                },
+            )
+            .await?;
+            save_message(&mut tx, &msg).await?;
+            let entry = append_stream(&mut tx, &msg.conversation_id, "message.updated", message_json(&msg)).await?;
+            tx.commit().await.map_err(backend)?;
+            self.hub.publish(vec![entry]);
+            self.hub.new_events.notify_one();
+            let typing = msg.typing_on_interaction;
+            Ok(Interacted { message: msg, typing })
+        })
+    }
+
+    fn reply(&self, req: ReplyRequest) -> BoxFut<'_, StoreResult<ReplyOutcome>> {
+        Box::pin(async move {
+            let mut tx = self.pool.begin().await.map_err(backend)?;
+            // Serialise uses of one response_url.
+            sqlx::query("INSERT INTO response_uses (event_id, uses) VALUES ($1, 0) ON CONFLICT (event_id) DO NOTHING")
+                .bind(&req.event_id)
+                .execute(&mut *tx)
+                .await
+                .map_err(backend)?;
+            let uses: i64 = sqlx::query_scalar("SELECT uses FROM response_uses WHERE event_id = $1 FOR UPDATE")
+                .bind(&req.event_id)
+                .fetch_one(&mut *tx)
+                .await
+                .map_err(backend)?;
+            if let Some(key) = &req.idempotency_key {
+                let prior: Option<String> = sqlx::query_scalar("SELECT result FROM response_idempotency WHERE event_id = $1 AND key = $2")
+                    .bind(&req.event_id)
+                    .bind(key)
+                    .fetch_optional(&mut *tx)
+                    .await
+                    .map_err(backend)?;
+                if let Some(p) = prior {
+                    let v = serde_json::from_str(&p).map_err(backend)?;
+                    return Ok(ReplyOutcome::Repeated(v));
+                }
+            }
+            if uses >= req.max_uses as i64 {
+                return Ok(ReplyOutcome::UsedUp);
+            }
+            let now = crate::domain::time::rfc3339(req.now_ms);
+            let mut entries = Vec::new();
+            let result_msg = match req.reply {
+                Reply::Replace { text, blocks, metadata } => {
+                    let mut m = load_message_for_update(&mut tx, &req.message_id).await?;
+                    m.text = text;
+                    m.blocks = blocks;
+                    if let Some(md) = metadata {
+                        m.metadata = md;
+                    }
+                    m.updated_at = now;
+                    save_message(&mut tx, &m).await?;
+                    entries.push(append_stream(&mut tx, &m.conversation_id, "message.updated", message_json(&m)).await?);
+                    m
+                }
+                Reply::Post(m) => {
+                    insert_message(&mut tx, &m).await?;
+                    entries.push(append_stream(&mut tx, &m.conversation_id, "message.created", message_json(&m)).await?);
+                    m
+                }
+                Reply::Delete => {
+                    let m = load_message_for_update(&mut tx, &req.message_id).await?;
+                    sqlx::query("UPDATE messages SET deleted = 1 WHERE id = $1")
+                        .bind(&m.id)
+                        .execute(&mut *tx)
+                        .await
+                        .map_err(backend)?;
+                    let data = serde_json::json!({"message_id": m.id}).to_string();
+                    entries.push(append_stream(&mut tx, &m.conversation_id, "message.deleted", data).await?);
+                    m
+                }
+            };
+            sqlx::query("UPDATE response_uses SET uses = uses + 1 WHERE event_id = $1")
+                .bind(&req.event_id)
+                .execute(&mut *tx)
+                .await
+                .map_err(backend)?;
+            let result = serde_json::json!({ "message": result_msg });
+            if let Some(key) = &req.idempotency_key {
+                sqlx::query("INSERT INTO response_idempotency (event_id, key, result) VALUES ($1, $2, $3)")
+                    .bind(&req.event_id)
+                    .bind(key)
+                    .bind(result.to_string())
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(backend)?;
+            }
+            tx.commit().await.map_err(backend)?;
+            self.hub.publish(entries);
+            Ok(ReplyOutcome::Applied(result))
+        })
+    }
+
+    fn stream_since(&self, conversation_id: &str, after_seq: i64, limit: usize) -> BoxFut<'_, StoreResult<Vec<StreamEvent>>> {
+        let cid = conversation_id.to_string();
+        Box::pin(async move {
+            let rows = sqlx::query(
+                "SELECT seq, conversation_id, kind, data FROM stream_events WHERE conversation_id = $1 AND seq > $2
+                 ORDER BY seq LIMIT $3",
+            )
+            .bind(&cid)
+            .bind(after_seq)
+            .bind(limit as i64)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(backend)?;
+            rows.iter()
+                .map(|r| {
+                    Ok(StreamEvent {
+                        seq: r.try_get(0).map_err(backend)?,
+                        conversation_id: r.try_get(1).map_err(backend)?,
+                        kind: r.try_get(2).map_err(backend)?,
+                        data: r.try_get(3).map_err(backend)?,
+                    })
+                })
+                .collect()
+        })
+    }
+
+    fn append_stream(&self, conversation_id: &str, kind: &str, data: String) -> BoxFut<'_, StoreResult<StreamEvent>> {
+        let (cid, kind) = (conversation_id.to_string(), kind.to_string());
+        Box::pin(async move {
+            let mut tx = self.pool.begin().await.map_err(backend)?;
+            let e = append_stream(&mut tx, &cid, &kind, data).await?;
+            tx.commit().await.map_err(backend)?;
+            self.hub.publish(vec![e.clone()]);
+            Ok(e)
+        })
+    }
+
+    fn claim_due(&self, now_ms: i64, lease_until: i64, limit: usize, skip: Vec<String>) -> BoxFut<'_, StoreResult<Vec<Claimed>>> {
+        Box::pin(async move {
+            let rows = sqlx::query(
+                "UPDATE events SET leased_until = $2 WHERE seq IN (
+                    SELECT e.seq FROM events e
+                    WHERE e.is_head = 1 AND e.status IN ('pending', 'failed')
+                      AND e.next_attempt_at <= $1 AND e.leased_until <= $1
+                      AND NOT (e.chatbot_id = ANY($3))
+                      AND e.chatbot_id NOT IN (SELECT id FROM chatbots WHERE endpoint_disabled = 1)
+                    ORDER BY e.next_attempt_at, e.seq LIMIT $4
+                    FOR UPDATE SKIP LOCKED)
+                 RETURNING seq, id, chatbot_id, conversation_id, payload, attempts",
+            )
+            .bind(now_ms)
+            .bind(lease_until)
+            .bind(&skip)
+            .bind(limit as i64)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(backend)?;
+            let mut out = rows
+                .iter()
+                .map(|r| {
+                    Ok(Claimed {
+                        seq: r.try_get(0)?,
+                        event_id: r.try_get(1)?,
+                        chatbot_id: r.try_get(2)?,
+                        conversation_id: r.try_get(3)?,
+                        payload: bytes::Bytes::from(r.try_get::<Vec<u8>, _>(4)?),
+                        attempts: r.try_get::<i64, _>(5)? as u32,
+                    })
+                })
+                .collect::<Result<Vec<_>, sqlx::Error>>()
+                .map_err(backend)?;
+            out.sort_by_key(|c| c.seq);
+            Ok(out)
+        })
+    }
+
+    fn record_attempts(&self, records: Vec<AttemptRecord>) -> BoxFut<'_, StoreResult<()>> {
+        Box::pin(async move {
+            let mut tx = self.pool.begin().await.map_err(backend)?;
+            let mut promoted = false;
+            for rec in &records {
+                sqlx::query(
+                    "INSERT INTO attempts (event_id, number, at, status_code, duration_ms, error, response_excerpt)
+                     VALUES ($1, $2, $3, $4, $5, $6, $7)
+                     ON CONFLICT (event_id, number) DO UPDATE SET at = EXCLUDED.at, status_code = EXCLUDED.status_code,
+                       duration_ms = EXCLUDED.duration_ms, error = EXCLUDED.error, response_excerpt = EXCLUDED.response_excerpt",
+                )
+                .bind(&rec.event_id)
+                .bind(rec.number as i64)
+                .bind(rec.at_ms)
+                .bind(rec.status_code.map(i64::from))
+                .bind(rec.duration_ms)
+                .bind(&rec.error)
+                .bind(&rec.response_excerpt)
+                .execute(&mut *tx)
+                .await
+                .map_err(backend)?;
+                let (status, next, is_head): (&str, i64, bool) = match rec.next {
+                    AttemptNext::Succeeded => ("succeeded", 0, false),
+                    AttemptNext::Dead => ("dead", 0, false),
+                    AttemptNext::RetryAt(t) => ("failed", t, true),
+                    AttemptNext::EndpointGone => ("failed", rec.at_ms, true),
+                };
+                if !is_head {
+                    lock_conversation(&mut tx, &rec.conversation_id).await?;
+                }
+                sqlx::query(
+                    "UPDATE events SET status = $2, attempts = GREATEST(attempts, $3), next_attempt_at = $4,
+                     is_head = $5, leased_until = 0 WHERE id = $1",
+                )
+                .bind(&rec.event_id)
+                .bind(status)
+                .bind(rec.number as i64)
+                .bind(next)
+                .bind(is_head as i64)
+                .execute(&mut *tx)
+                .await
+                .map_err(backend)?;
+                if rec.next == AttemptNext::EndpointGone {
+                    sqlx::query("UPDATE chatbots SET endpoint_disabled = 1 WHERE id = (SELECT chatbot_id FROM events WHERE id = $1)")
+                        .bind(&rec.event_id)
+                        .execute(&mut *tx)
+                        .await
+                        .map_err(backend)?;
+                }
+                if !is_head {
+                    promote_next(&mut tx, &rec.conversation_id).await?;
+                    promoted = true;
+                }
+            }
+            tx.commit().await.map_err(backend)?;
+            if promoted {
+                self.hub.new_events.notify_one();
+            }
+            Ok(())
+        })
+    }
+
+    fn release_leases(&self, event_ids: Option<Vec<String>>) -> BoxFut<'_, StoreResult<()>> {
+        Box::pin(async move {
+            match event_ids {
+                // Several instances may share this database: only expired
+                // leases are everyone's to release.
+                None => sqlx::query("UPDATE events SET leased_until = 0 WHERE leased_until > 0 AND leased_until < $1")
+                    .bind(crate::domain::time::now_ms())
+                    .execute(&self.pool)
+                    .await,
+                Some(ids) => sqlx::query("UPDATE events SET leased_until = 0 WHERE id = ANY($1)")
+                    .bind(&ids)
+                    .execute(&self.pool)
+                    .await,
+            }
+            .map_err(backend)?;
+            Ok(())
+        })
+    }
+
+    fn next_due_at(&self) -> BoxFut<'_, StoreResult<Option<i64>>> {
+        Box::pin(async move {
+            sqlx::query_scalar(
+                "SELECT min(GREATEST(next_attempt_at, leased_until)) FROM events WHERE is_head = 1 AND status IN ('pending', 'failed')
+                 AND chatbot_id NOT IN (SELECT id FROM chatbots WHERE endpoint_disabled = 1)",
+            )
+            .fetch_one(&self.pool)
+            .await
+            .map_err(backend)
+        })
+    }
+
+    fn list_events(&self, chatbot_id: &str, status: Option<String>, limit: usize, cursor: Option<i64>) -> BoxFut<'_, StoreResult<Page<EventSummary>>> {
+        let bid = chatbot_id.to_string();
+        Box::pin(async move {
+            let rows = sqlx::query(
+                "SELECT id, type, created_at, payload, status, attempts, next_attempt_at, seq FROM events
+                 WHERE chatbot_id = $1 AND ($2::text IS NULL OR status = $2) AND seq < $3 ORDER BY seq DESC LIMIT $4",
+            )
+            .bind(&bid)
+            .bind(&status)
+            .bind(cursor.unwrap_or(i64::MAX))
+            .bind(limit as i64 + 1)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(backend)?;
+            let out = rows
+                .iter()
+                .map(|r| Ok((summary_row(r)?, r.try_get::<i64, _>(7)?)))
+                .collect::<Result<Vec<_>, sqlx::Error>>()
+                .map_err(backend)?;
+            Ok(page_of(out, limit))
+        })
+    }
+
+    fn get_event(&self, chatbot_id: &str, event_id: &str) -> BoxFut<'_, StoreResult<(EventSummary, Vec<AttemptRow>)>> {
+        let (bid, eid) = (chatbot_id.to_string(), event_id.to_string());
+        Box::pin(async move {
+            let row = sqlx::query(
+                "SELECT id, type, created_at, payload, status, attempts, next_attempt_at FROM events
+                 WHERE id = $1 AND chatbot_id = $2",
+            )
+            .bind(&eid)
+            .bind(&bid)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(backend)?
+            .ok_or(StoreError::NotFound)?;
+            let ev = summary_row(&row).map_err(backend)?;
+            let rows = sqlx::query(
+                "SELECT number, at, status_code, duration_ms, error, response_excerpt FROM attempts
+                 WHERE event_id = $1 ORDER BY number",
+            )
+            .bind(&eid)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(backend)?;
+            let attempts = rows
+                .iter()
+                .map(|r| {
+                    Ok(AttemptRow {
+                        number: r.try_get::<i64, _>(0)? as u32,
+                        at: r.try_get(1)?,
+                        status_code: r.try_get::<Option<i64>, _>(2)?.map(|c| c as u16),
+                        duration_ms: r.try_get(3)?,
+                        error: r.try_get(4)?,
+                        response_excerpt: r.try_get(5)?,
+                    })
+                })
+                .collect::<Result<Vec<_>, sqlx::Error>>()
+                .map_err(backend)?;
+            Ok((ev, attempts))
+        })
+    }
+
+    fn redeliver(&self, chatbot_id: &str, event_id: &str, now_ms: i64) -> BoxFut<'_, StoreResult<()>> {
+        let (bid, eid) = (chatbot_id.to_string(), event_id.to_string());
+        Box::pin(async move {
+            let mut tx = self.pool.begin().await.map_err(backend)?;
+            let row = sqlx::query("SELECT status, conversation_id FROM events WHERE id = $1 AND chatbot_id = $2")
+                .bind(&eid)
+                .bind(&bid)
+                .fetch_optional(&mut *tx)
+                .await
+                .map_err(backend)?
+                .ok_or(StoreError::NotFound)?;
+            let status: String = row.try_get(0).map_err(backend)?;
+            let conv: String = row.try_get(1).map_err(backend)?;
+            lock_conversation(&mut tx, &conv).await?;
+            if status == "pending" || status == "failed" {
+                sqlx::query("UPDATE events SET next_attempt_at = $2 WHERE id = $1")
+                    .bind(&eid)
+                    .bind(now_ms)
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(backend)?;
+            } else {
+                sqlx::query(
+                    "UPDATE events SET status = 'pending', next_attempt_at = $2, leased_until = 0,
+                     is_head = CASE WHEN EXISTS (SELECT 1 FROM events WHERE conversation_id = $3 AND status IN ('pending', 'failed')) THEN 0 ELSE 1 END
+                     WHERE id = $1",
+                )
+                .bind(&eid)
+                .bind(now_ms)
+                .bind(&conv)
+                .execute(&mut *tx)
+                .await
+                .map_err(backend)?;
+            }
+            tx.commit().await.map_err(backend)?;
+            self.hub.new_events.notify_one();
+            Ok(())
+        })
+    }
+
+    fn queue_stats(&self) -> BoxFut<'_, StoreResult<QueueStats>> {
+        Box::pin(async move {
+            let row = sqlx::query("SELECT count(*), min(created_at) FROM events WHERE status IN ('pending', 'failed')")
+                .fetch_one(&self.pool)
+                .await
+                .map_err(backend)?;
+            Ok(QueueStats {
+                pending: row.try_get(0).map_err(backend)?,
+                oldest_pending_created_at: row.try_get(1).map_err(backend)?,
+            })
+        })
+    }
+}

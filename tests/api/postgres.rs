@@ -1,0 +1,206 @@
+//! The same contract on PostgreSQL: ingest, first-click-wins, validation,
+//! retries, order, replies, and two instances sharing one database.
+
+use std::collections::HashSet;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::helpers::*;
+
+const WAIT: Duration = Duration::from_secs(10);
+
+#[actix_web::test]
+async fn click_is_delivered_signed_with_the_exact_payload() {
+    let app = spawn_app_pg().await;
+    let mut rx = Receiver::start().await;
+    let bot = app.create_bot(&rx.url).await;
+    let conv = app.create_conv(&bot).await;
+    let msg = app.buttons(&bot, &conv, true).await;
+    let mid = msg["id"].as_str().unwrap();
+
+    let r = app.click(&conv, mid, "b1", "approve").await;
+    assert_eq!(r.status(), 200);
+    let body: Value = r.json().await.unwrap();
+    assert_eq!(body["message"]["blocks"][0]["state"], json!({"disabled": true, "reason": "used", "chosen_action_id": "approve"}));
+
+    let got = rx.take(1, WAIT).await.remove(0);
+    assert!(verify_signature(&bot.signing_secret, &got), "signature must verify");
+    let ev = got.json();
+    assert_eq!(ev["type"], "interaction.button_clicked");
+    assert_eq!(ev["value"], "req_991");
+    assert_eq!(ev["message_metadata"], json!({"order_id": "4821"}));
+    assert_eq!(ev["user"]["kind"], "visitor");
+    assert_eq!(got.header("webhook-id"), ev["event_id"].as_str());
+    assert_eq!(got.header("x-myaichatbot-attempt"), Some("1"));
+    let e = app
+        .wait_event(&bot, ev["event_id"].as_str().unwrap(), WAIT, |e| e["status"] == "succeeded")
+        .await;
+    assert_eq!(e["status"], "succeeded");
+}
+
+#[actix_web::test]
+async fn concurrent_clicks_on_one_group_accept_exactly_one() {
+    let app = spawn_app_pg().await;
+    let rx = Receiver::start().await;
+    let bot = app.create_bot(&rx.url).await;
+    let conv = app.create_conv(&bot).await;
+    let msg = app.buttons(&bot, &conv, true).await;
+    let mid = msg["id"].as_str().unwrap().to_string();
+
+    let mut tasks = Vec::new();
+    for i in 0..32 {
+        let (c, m, client, url) = (conv.clone(), mid.clone(), app.client.clone(), app.url(""));
+        tasks.push(tokio::spawn(async move {
+            let action = if i % 2 == 0 { "approve" } else { "deny" };
+            client
+                .post(format!("{url}/widget/v1/messages/{m}/clicks"))
+                .bearer_auth(&c.token)
+                .json(&json!({"block_id": "b1", "action_id": action}))
+                .send()
+                .await
+                .unwrap()
+                .status()
+                .as_u16()
+        }));
+    }
+    let mut codes = Vec::new();
+    for t in tasks {
+        codes.push(t.await.unwrap());
+    }
+    assert_eq!(codes.iter().filter(|c| **c == 200).count(), 1, "{codes:?}");
+    assert_eq!(codes.iter().filter(|c| **c == 409).count(), 31, "{codes:?}");
+    assert_eq!(app.events(&bot).await.len(), 1);
+}
+
+#[actix_web::test]
+async fn a_bad_form_stores_nothing_and_a_good_one_is_typed() {
+    let app = spawn_app_pg().await;
+    let mut rx = Receiver::start().await;
+    let bot = app.create_bot(&rx.url).await;
+    let conv = app.create_conv(&bot).await;
+    let msg = app
+        .bot_message(
+            &bot,
+            &conv,
+            json!({"blocks": [{"type": "form", "form_id": "callback", "fields": [
+                {"name": "email", "type": "email", "label": "Email", "required": true},
+                {"name": "team_size", "type": "number", "label": "Team", "min": 1, "max": 10},
+                {"name": "consent", "type": "checkbox", "label": "OK"}]}]}),
+        )
+        .await;
+    let mid = msg["id"].as_str().unwrap();
+    let r = app.submit(&conv, mid, "callback", json!({"email": "nope", "team_size": "11"})).await;
+    assert_eq!(r.status(), 422);
+    let p: Value = r.json().await.unwrap();
+    let fields: HashSet<(String, String)> = p["errors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| (e["field"].as_str().unwrap().to_string(), e["code"].as_str().unwrap().to_string()))
+        .collect();
+    assert!(fields.contains(&("/values/email".into(), "invalid_email".into())), "{fields:?}");
+    assert!(fields.contains(&("/values/team_size".into(), "too_large".into())), "{fields:?}");
+    assert!(app.events(&bot).await.is_empty(), "nothing stored after a 422");
+
+    let r = app.submit(&conv, mid, "callback", json!({"email": "a@b.co", "team_size": "7", "consent": "on"})).await;
+    assert_eq!(r.status(), 200);
+    let ev = rx.take(1, WAIT).await.remove(0).json();
+    assert_eq!(ev["values"], json!({"email": "a@b.co", "team_size": 7, "consent": true}));
+}
+
+#[actix_web::test]
+async fn retries_send_identical_bytes_and_keep_conversation_order() {
+    let app = spawn_app_pg().await;
+    let mut rx = Receiver::start_with(vec![Answer::status(500), Answer::status(500)]).await;
+    let bot = app.create_bot(&rx.url).await;
+    let conv = app.create_conv(&bot).await;
+    let msg = app.buttons(&bot, &conv, false).await;
+    let mid = msg["id"].as_str().unwrap();
+    assert_eq!(app.click(&conv, mid, "b1", "approve").await.status(), 200);
+    assert_eq!(app.click(&conv, mid, "b1", "deny").await.status(), 200);
+
+    let got = rx.take(4, WAIT).await;
+    let attempts: Vec<_> = got.iter().map(|r| r.header("x-myaichatbot-attempt").unwrap().to_string()).collect();
+    assert_eq!(attempts, ["1", "2", "3", "1"]);
+    assert_eq!(got[0].body, got[1].body);
+    assert_eq!(got[1].body, got[2].body);
+    assert_eq!(got[2].json()["action_id"], "approve");
+    assert_eq!(got[3].json()["action_id"], "deny", "the second click waits for the first");
+}
+
+#[actix_web::test]
+async fn dead_delivery_is_redelivered_with_the_same_event_id() {
+    let app = spawn_app_pg_with(|c| c.retry_max_attempts = 2).await;
+    let mut rx = Receiver::start_with(vec![Answer::status(500), Answer::status(500)]).await;
+    let bot = app.create_bot(&rx.url).await;
+    let conv = app.create_conv(&bot).await;
+    let msg = app.buttons(&bot, &conv, true).await;
+    assert_eq!(app.click(&conv, msg["id"].as_str().unwrap(), "b1", "approve").await.status(), 200);
+    let first = rx.take(2, WAIT).await;
+    let id = first[0].header("webhook-id").unwrap().to_string();
+    let e = app.wait_event(&bot, &id, WAIT, |e| e["status"] == "dead").await;
+    assert_eq!(e["status"], "dead");
+
+    let r = app.post(&format!("/api/v1/events/{id}/redeliver"), &bot.api_key, &json!({})).await;
+    assert_eq!(r.status(), 202);
+    let again = rx.take(1, WAIT).await.remove(0);
+    assert_eq!(again.header("webhook-id"), Some(id.as_str()));
+    assert_eq!(again.body, first[0].body);
+    assert_eq!(again.header("x-myaichatbot-attempt"), Some("3"));
+}
+
+#[actix_web::test]
+async fn response_url_replaces_the_message() {
+    let app = spawn_app_pg().await;
+    let mut rx = Receiver::start().await;
+    let bot = app.create_bot(&rx.url).await;
+    let conv = app.create_conv(&bot).await;
+    let msg = app.buttons(&bot, &conv, true).await;
+    let mid = msg["id"].as_str().unwrap();
+    app.click(&conv, mid, "b1", "approve").await;
+    let ev = rx.take(1, WAIT).await.remove(0).json();
+    let url = ev["response_url"].as_str().unwrap();
+    let r = app.client.post(url).json(&json!({"text": "Approved."})).send().await.unwrap();
+    assert_eq!(r.status(), 200);
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(v["message"]["id"], mid);
+    assert_eq!(v["message"]["text"], "Approved.");
+}
+
+/// Two instances on one database: every event is delivered, in order per
+/// conversation.
+#[actix_web::test]
+async fn two_instances_share_the_queue() {
+    let url = fresh_postgres_database().await;
+    let u2 = url.clone();
+    let a = spawn_app_with(|c| c.database = blockhook::config::Database::Postgres(url)).await;
+    let b = spawn_app_with(|c| c.database = blockhook::config::Database::Postgres(u2)).await;
+    let mut rx = Receiver::start().await;
+    let bot = a.create_bot(&rx.url).await;
+    let mut convs = Vec::new();
+    for _ in 0..4 {
+        let c = a.create_conv(&bot).await;
+        let m = a.buttons(&bot, &c, false).await;
+        convs.push((c, m["id"].as_str().unwrap().to_string()));
+    }
+    for round in 0..5 {
+        for (i, (c, m)) in convs.iter().enumerate() {
+            let app = if (i + round) % 2 == 0 { &a } else { &b };
+            let action = if round % 2 == 0 { "approve" } else { "deny" };
+            assert_eq!(app.click(c, m, "b1", action).await.status(), 200);
+        }
+    }
+    let got = rx.take(20, WAIT).await;
+    let ids: HashSet<_> = got.iter().map(|r| r.header("webhook-id").unwrap().to_string()).collect();
+    assert_eq!(ids.len(), 20, "every event exactly once here");
+    for (c, _) in &convs {
+        let actions: Vec<_> = got
+            .iter()
+            .map(|r| r.json())
+            .filter(|e| e["conversation_id"] == c.id.as_str())
+            .map(|e| e["action_id"].as_str().unwrap().to_string())
+            .collect();
+        assert_eq!(actions, ["approve", "deny", "approve", "deny", "approve"]);
+    }
+}
