@@ -19,12 +19,15 @@ pub struct Cli {
 pub enum Command {
     /// Run the service.
     Serve(ServeArgs),
+    /// Ask a person in a conversation and wait for the answer.
+    Ask(crate::ask_cli::AskArgs),
 }
 
 pub async fn run() -> Result<i32, String> {
     let cli = Cli::parse();
     let args = match cli.command {
         Some(Command::Serve(a)) => a,
+        Some(Command::Ask(a)) => return Ok(crate::ask_cli::run(a).await),
         None => ServeArgs::defaults_from_env()?,
     };
     serve(args).await

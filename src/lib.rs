@@ -1,6 +1,7 @@
 //! blockhook: chat-widget interactions turned into signed, durable webhook
 //! events.
 
+pub mod ask_cli;
 pub mod cli;
 pub mod config;
 pub mod delivery;

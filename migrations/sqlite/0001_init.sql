@@ -86,3 +86,34 @@ CREATE TABLE IF NOT EXISTS response_idempotency (
     result              TEXT NOT NULL,
     PRIMARY KEY (event_id, key)
 );
+
+-- Interactions: each interactive block (or ask) as an item to answer.
+CREATE TABLE IF NOT EXISTS interactions (
+    seq                 INTEGER PRIMARY KEY AUTOINCREMENT,
+    id                  TEXT NOT NULL UNIQUE,
+    chatbot_id          TEXT NOT NULL,
+    conversation_id     TEXT NOT NULL,
+    message_id          TEXT NOT NULL,
+    type                TEXT NOT NULL,
+    status              TEXT NOT NULL,          -- pending | answered | expired | cancelled
+    prompt              TEXT NOT NULL,
+    payload             TEXT NOT NULL,
+    spec                TEXT NOT NULL,
+    is_ask              INTEGER NOT NULL DEFAULT 0,
+    response            TEXT,
+    expires_at          INTEGER,
+    created_at          INTEGER NOT NULL,
+    updated_at          INTEGER NOT NULL,
+    answered_at         INTEGER
+);
+CREATE INDEX IF NOT EXISTS interactions_by_chatbot ON interactions(chatbot_id, seq);
+CREATE INDEX IF NOT EXISTS interactions_by_message ON interactions(message_id);
+CREATE INDEX IF NOT EXISTS interactions_pending_ask ON interactions(conversation_id) WHERE is_ask = 1 AND status = 'pending';
+
+CREATE TABLE IF NOT EXISTS interaction_idempotency (
+    interaction_id      TEXT NOT NULL,
+    key                 TEXT NOT NULL,
+    body_hash           TEXT NOT NULL,
+    result              TEXT NOT NULL,
+    PRIMARY KEY (interaction_id, key)
+);

@@ -36,6 +36,10 @@ pub struct Context<'a> {
     pub user: &'a Person,
     pub event_id: &'a str,
     pub response_url: &'a str,
+    /// The decline button may carry a comment (an `ask` with `comment`).
+    pub allow_comment: bool,
+    /// A multiple-choice question: at least one box must be ticked.
+    pub require_one_checked: bool,
 }
 
 /// An accepted interaction: the event to enqueue.
@@ -43,6 +47,8 @@ pub struct Context<'a> {
 pub struct Accepted {
     pub event_type: &'static str,
     pub payload: Vec<u8>,
+    /// The typed values of a form submit.
+    pub values: Option<Map<String, Value>>,
 }
 
 /// Why the blocks of a message are off right now, if they are, apart from
@@ -130,7 +136,7 @@ pub fn apply(msg: &mut Message, ctx: &Context<'_>, action: &Action) -> Result<Ac
     }
     .ok_or_else(ApiError::not_found)?;
 
-    let (payload, event_type, chosen, disable) = match (&msg.blocks[idx], action) {
+    let (payload, event_type, chosen, disable, typed) = match (&msg.blocks[idx], action) {
         (
             Block::Actions {
                 block_id,
@@ -154,7 +160,7 @@ pub fn apply(msg: &mut Message, ctx: &Context<'_>, action: &Action) -> Result<Ac
                     "a button with a url opens a link and never sends events",
                 ));
             }
-            if comment.is_some() {
+            if comment.is_some() && !(ctx.allow_comment && action_id == "decline") {
                 return Err(ApiError::field(
                     "/comment",
                     "not_allowed",
@@ -176,6 +182,7 @@ pub fn apply(msg: &mut Message, ctx: &Context<'_>, action: &Action) -> Result<Ac
                 events::BUTTON_CLICKED,
                 action_id.clone(),
                 *disable_on_click,
+                None,
             )
         }
         (
@@ -190,6 +197,13 @@ pub fn apply(msg: &mut Message, ctx: &Context<'_>, action: &Action) -> Result<Ac
         ) => {
             check_open(ctx, msg, &msg.blocks[idx])?;
             let typed = values::check(fields, input, "/values").map_err(ApiError::Validation)?;
+            if ctx.require_one_checked && !typed.values().any(|v| v.as_bool() == Some(true)) {
+                return Err(ApiError::field(
+                    "/values",
+                    "required",
+                    "choose at least one option",
+                ));
+            }
             let payload =
                 events::form_submitted(&base, block_id, form_id, &typed, &msg.metadata, &at);
             (
@@ -197,6 +211,7 @@ pub fn apply(msg: &mut Message, ctx: &Context<'_>, action: &Action) -> Result<Ac
                 events::FORM_SUBMITTED,
                 form_id.clone(),
                 *disable_on_submit,
+                Some(typed),
             )
         }
         _ => return Err(ApiError::not_found()),
@@ -211,5 +226,6 @@ pub fn apply(msg: &mut Message, ctx: &Context<'_>, action: &Action) -> Result<Ac
     Ok(Accepted {
         event_type,
         payload,
+        values: typed,
     })
 }

@@ -4,6 +4,7 @@ pub mod blocks;
 pub mod duration;
 pub mod events;
 pub mod ids;
+pub mod inbox;
 pub mod interact;
 pub mod model;
 pub mod time;

@@ -43,7 +43,11 @@ async fn post_message(
     let conv = conversation(&st, &bot, &cid).await?;
     let content = parse_content(&body.0, &Schemas::get().message)?;
     let msg = new_message(&conv.id, Author::bot(), content, st.now_ms());
-    st.store.insert_message(msg.clone(), None).await?;
+    let expires = msg.created_ms + st.config.interactive_window.as_millis() as i64;
+    let interactions = crate::domain::inbox::from_message(&msg, &bot.0.id, Some(expires));
+    st.store
+        .insert_message(msg.clone(), None, interactions)
+        .await?;
     Ok(HttpResponse::Created().json(msg))
 }
 

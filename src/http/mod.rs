@@ -1,8 +1,10 @@
 //! HTTP: one module per capability of the contract.
 
 pub mod admin;
+pub mod ask;
 pub mod bot;
 pub mod extract;
+pub mod inbox;
 pub mod messages;
 pub mod ops;
 pub mod responses;
@@ -61,6 +63,8 @@ pub fn routes(cfg: &mut utoipa_actix_web::service_config::ServiceConfig) {
     admin::routes(cfg);
     widget::routes(cfg);
     bot::routes(cfg);
+    inbox::routes(cfg);
+    ask::routes(cfg);
     responses::routes(cfg);
     ops::routes(cfg);
 }

@@ -38,6 +38,8 @@ pub fn view(st: &AppState, conv: &Conversation, retention_ms: i64, mut msg: Mess
         user,
         event_id: "",
         response_url: "",
+        allow_comment: false,
+        require_one_checked: false,
     };
     let reason = closure_reason(&ctx, &msg);
     present(&mut msg, reason);
@@ -220,7 +222,9 @@ async fn post_message(
         payload,
         created_at: now,
     };
-    st.store.insert_message(msg.clone(), Some(event)).await?;
+    st.store
+        .insert_message(msg.clone(), Some(event), Vec::new())
+        .await?;
     metrics::counter!("blockhook_events_total", "type" => events::MESSAGE_RECEIVED).increment(1);
     Ok(HttpResponse::Created().json(msg))
 }
@@ -254,7 +258,7 @@ async fn interact(
         .await?;
     metrics::counter!("blockhook_events_total", "type" => event_type).increment(1);
     if out.typing {
-        super::responses::start_typing(st, &v.0.id, &out.message.id);
+        super::responses::start_typing(st, &v.0.id, &out.message.id).await;
     }
     Ok(HttpResponse::Ok().json(json!({ "message": out.message })))
 }

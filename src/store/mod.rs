@@ -9,6 +9,7 @@ use std::pin::Pin;
 
 use serde_json::Value;
 
+use crate::domain::inbox::{Interaction, NewInteraction};
 use crate::domain::interact::Action;
 use crate::domain::model::{Chatbot, Conversation, Message, Person};
 use crate::error::ApiError;
@@ -74,6 +75,35 @@ pub struct InteractRequest {
     pub response_url: String,
     pub now_ms: i64,
     pub interactive_window_ms: i64,
+}
+
+/// A reviewer's answer to an interaction (`POST /api/v1/interactions/{id}/responses`).
+#[derive(Debug, Clone)]
+pub struct AnswerRequest {
+    pub interaction_id: String,
+    pub chatbot_id: String,
+    pub idempotency_key: String,
+    pub body: Value,
+    /// Hash of the body, to tell a retry from a conflicting reuse of the key.
+    pub body_hash: String,
+    pub user: Person,
+    pub event_id: String,
+    pub response_url: String,
+    pub now_ms: i64,
+    pub interactive_window_ms: i64,
+}
+
+pub enum AnswerOutcome {
+    Answered(Interaction),
+    /// The idempotency key was used before with the same body: the first result.
+    Repeated(Value),
+}
+
+/// A filter for listing interactions.
+#[derive(Debug, Clone, Default)]
+pub struct InteractionFilter {
+    pub status: Option<String>,
+    pub conversation_id: Option<String>,
 }
 
 /// What an accepted interaction produced.
@@ -205,7 +235,14 @@ pub trait Store: Send + Sync + 'static {
 
     /// Stores a message (and, for a visitor's message, its event) in one
     /// transaction, with its `message.created` stream entry.
-    fn insert_message(&self, msg: Message, event: Option<NewEvent>) -> BoxFut<'_, StoreResult<()>>;
+    /// With `interactions`, also records them; an `ask` interaction while
+    /// another ask of the conversation is pending is a 409 `dialog_pending`.
+    fn insert_message(
+        &self,
+        msg: Message,
+        event: Option<NewEvent>,
+        interactions: Vec<NewInteraction>,
+    ) -> BoxFut<'_, StoreResult<()>>;
     fn get_message(&self, id: &str) -> BoxFut<'_, StoreResult<Message>>;
     fn list_messages(
         &self,
@@ -217,6 +254,29 @@ pub trait Store: Send + Sync + 'static {
     /// Applies a click or submit atomically: block state, event and stream
     /// entry in one transaction, or nothing.
     fn interact(&self, req: InteractRequest) -> BoxFut<'_, StoreResult<Interacted>>;
+
+    fn get_interaction(&self, chatbot_id: &str, id: &str) -> BoxFut<'_, StoreResult<Interaction>>;
+    fn list_interactions(
+        &self,
+        chatbot_id: &str,
+        filter: InteractionFilter,
+        limit: usize,
+        cursor: Option<i64>,
+        now_ms: i64,
+    ) -> BoxFut<'_, StoreResult<Page<Interaction>>>;
+    /// Answers an interaction as a member, atomically, with the same effects
+    /// as a visitor's click or submit.
+    fn answer_interaction(&self, req: AnswerRequest) -> BoxFut<'_, StoreResult<AnswerOutcome>>;
+    /// Ends a pending interaction (`expired` or `cancelled`), turning its
+    /// blocks off with `reason`. Returns the interaction as it then stands
+    /// (already answered if the answer won the race).
+    fn close_interaction(
+        &self,
+        id: &str,
+        status: &'static str,
+        reason: &'static str,
+        now_ms: i64,
+    ) -> BoxFut<'_, StoreResult<Interaction>>;
 
     /// Applies one use of a response_url.
     fn reply(&self, req: ReplyRequest) -> BoxFut<'_, StoreResult<ReplyOutcome>>;

@@ -9,8 +9,10 @@ use sqlx::postgres::{PgPool, PgPoolOptions, PgRow};
 use sqlx::{Postgres, Row, Transaction};
 
 use super::*;
-use crate::domain::interact::{self, Context};
-use crate::hub::Hub;
+use crate::domain::inbox::{Interaction, NewInteraction};
+use crate::hub::{ApiEvent, Hub};
+
+mod inbox;
 
 const MIGRATIONS: &[&str] = &[include_str!("../../migrations/postgres/0001_init.sql")];
 
@@ -55,7 +57,10 @@ impl PostgresStore {
         let version = version.unwrap_or(0);
         for (i, sql) in MIGRATIONS.iter().enumerate() {
             if (i as i64) >= version {
-                sqlx::raw_sql(sql).execute(&mut *tx).await.map_err(backend)?;
+                sqlx::raw_sql(sql)
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(backend)?;
                 sqlx::query("INSERT INTO schema_version (version) VALUES ($1)")
                     .bind(i as i64 + 1)
                     .execute(&mut *tx)
@@ -114,13 +119,18 @@ fn message_json(m: &Message) -> String {
 }
 
 async fn load_message_for_update(tx: &mut Tx<'_>, id: &str) -> StoreResult<Message> {
-    let row = sqlx::query("SELECT doc, created_at FROM messages WHERE id = $1 AND deleted = 0 FOR UPDATE")
-        .bind(id)
-        .fetch_optional(&mut **tx)
-        .await
-        .map_err(backend)?
-        .ok_or(StoreError::NotFound)?;
-    parse_message(&row.try_get::<String, _>(0).map_err(backend)?, row.try_get(1).map_err(backend)?)
+    let row = sqlx::query(
+        "SELECT doc, created_at FROM messages WHERE id = $1 AND deleted = 0 FOR UPDATE",
+    )
+    .bind(id)
+    .fetch_optional(&mut **tx)
+    .await
+    .map_err(backend)?
+    .ok_or(StoreError::NotFound)?;
+    parse_message(
+        &row.try_get::<String, _>(0).map_err(backend)?,
+        row.try_get(1).map_err(backend)?,
+    )
 }
 
 async fn save_message(tx: &mut Tx<'_>, m: &Message) -> StoreResult<()> {
@@ -134,25 +144,34 @@ async fn save_message(tx: &mut Tx<'_>, m: &Message) -> StoreResult<()> {
 }
 
 async fn insert_message(tx: &mut Tx<'_>, m: &Message) -> StoreResult<()> {
-    sqlx::query("INSERT INTO messages (id, conversation_id, doc, created_at) VALUES ($1, $2, $3, $4)")
-        .bind(&m.id)
-        .bind(&m.conversation_id)
-        .bind(message_json(m))
-        .bind(m.created_ms)
-        .execute(&mut **tx)
-        .await
-        .map_err(backend)?;
+    sqlx::query(
+        "INSERT INTO messages (id, conversation_id, doc, created_at) VALUES ($1, $2, $3, $4)",
+    )
+    .bind(&m.id)
+    .bind(&m.conversation_id)
+    .bind(message_json(m))
+    .bind(m.created_ms)
+    .execute(&mut **tx)
+    .await
+    .map_err(backend)?;
     Ok(())
 }
 
-async fn append_stream(tx: &mut Tx<'_>, conversation_id: &str, kind: &str, data: String) -> StoreResult<StreamEvent> {
-    let seq: i64 = sqlx::query_scalar("INSERT INTO stream_events (conversation_id, kind, data) VALUES ($1, $2, $3) RETURNING seq")
-        .bind(conversation_id)
-        .bind(kind)
-        .bind(&data)
-        .fetch_one(&mut **tx)
-        .await
-        .map_err(backend)?;
+async fn append_stream(
+    tx: &mut Tx<'_>,
+    conversation_id: &str,
+    kind: &str,
+    data: String,
+) -> StoreResult<StreamEvent> {
+    let seq: i64 = sqlx::query_scalar(
+        "INSERT INTO stream_events (conversation_id, kind, data) VALUES ($1, $2, $3) RETURNING seq",
+    )
+    .bind(conversation_id)
+    .bind(kind)
+    .bind(&data)
+    .fetch_one(&mut **tx)
+    .await
+    .map_err(backend)?;
     Ok(StreamEvent {
         seq,
         conversation_id: conversation_id.to_string(),
@@ -235,12 +254,14 @@ impl Store for PostgresStore {
     fn meta_get_or_init(&self, key: &str, init: String) -> BoxFut<'_, StoreResult<String>> {
         let key = key.to_string();
         Box::pin(async move {
-            sqlx::query("INSERT INTO meta (key, value) VALUES ($1, $2) ON CONFLICT (key) DO NOTHING")
-                .bind(&key)
-                .bind(&init)
-                .execute(&self.pool)
-                .await
-                .map_err(backend)?;
+            sqlx::query(
+                "INSERT INTO meta (key, value) VALUES ($1, $2) ON CONFLICT (key) DO NOTHING",
+            )
+            .bind(&key)
+            .bind(&init)
+            .execute(&self.pool)
+            .await
+            .map_err(backend)?;
             sqlx::query_scalar("SELECT value FROM meta WHERE key = $1")
                 .bind(&key)
                 .fetch_one(&self.pool)
@@ -274,8 +295,14 @@ impl Store for PostgresStore {
         let id = id.to_string();
         Box::pin(async move {
             let q = format!("SELECT {CHATBOT_COLS} FROM chatbots WHERE id = $1");
-            let row = sqlx::query(&q).bind(&id).fetch_optional(&self.pool).await.map_err(backend)?;
-            row.map(|r| chatbot_row(&r).map_err(backend)).transpose()?.ok_or(StoreError::NotFound)
+            let row = sqlx::query(&q)
+                .bind(&id)
+                .fetch_optional(&self.pool)
+                .await
+                .map_err(backend)?;
+            row.map(|r| chatbot_row(&r).map_err(backend))
+                .transpose()?
+                .ok_or(StoreError::NotFound)
         })
     }
 
@@ -283,8 +310,14 @@ impl Store for PostgresStore {
         let h = api_key_hash.to_string();
         Box::pin(async move {
             let q = format!("SELECT {CHATBOT_COLS} FROM chatbots WHERE api_key_hash = $1");
-            let row = sqlx::query(&q).bind(&h).fetch_optional(&self.pool).await.map_err(backend)?;
-            row.map(|r| chatbot_row(&r).map_err(backend)).transpose()?.ok_or(StoreError::NotFound)
+            let row = sqlx::query(&q)
+                .bind(&h)
+                .fetch_optional(&self.pool)
+                .await
+                .map_err(backend)?;
+            row.map(|r| chatbot_row(&r).map_err(backend))
+                .transpose()?
+                .ok_or(StoreError::NotFound)
         })
     }
 
@@ -320,7 +353,11 @@ impl Store for PostgresStore {
         })
     }
 
-    fn create_conversation(&self, conv: Conversation, token_hash: String) -> BoxFut<'_, StoreResult<()>> {
+    fn create_conversation(
+        &self,
+        conv: Conversation,
+        token_hash: String,
+    ) -> BoxFut<'_, StoreResult<()>> {
         Box::pin(async move {
             sqlx::query(
                 "INSERT INTO conversations (id, chatbot_id, visitor_id, visitor_name, token_hash, created_at)
@@ -343,7 +380,11 @@ impl Store for PostgresStore {
         let id = id.to_string();
         Box::pin(async move {
             let q = format!("SELECT {CONV_COLS} FROM conversations WHERE id = $1");
-            let row = sqlx::query(&q).bind(&id).fetch_optional(&self.pool).await.map_err(backend)?;
+            let row = sqlx::query(&q)
+                .bind(&id)
+                .fetch_optional(&self.pool)
+                .await
+                .map_err(backend)?;
             row.map(|r| conversation_row(&r).map_err(backend))
                 .transpose()?
                 .ok_or(StoreError::NotFound)
@@ -354,17 +395,32 @@ impl Store for PostgresStore {
         let h = token_hash.to_string();
         Box::pin(async move {
             let q = format!("SELECT {CONV_COLS} FROM conversations WHERE token_hash = $1");
-            let row = sqlx::query(&q).bind(&h).fetch_optional(&self.pool).await.map_err(backend)?;
+            let row = sqlx::query(&q)
+                .bind(&h)
+                .fetch_optional(&self.pool)
+                .await
+                .map_err(backend)?;
             row.map(|r| conversation_row(&r).map_err(backend))
                 .transpose()?
                 .ok_or(StoreError::NotFound)
         })
     }
 
-    fn takeover(&self, conversation_id: &str, member: Person, now_ms: i64) -> BoxFut<'_, StoreResult<()>> {
+    fn takeover(
+        &self,
+        conversation_id: &str,
+        member: Person,
+        now_ms: i64,
+    ) -> BoxFut<'_, StoreResult<()>> {
         let cid = conversation_id.to_string();
         Box::pin(async move {
             let mut tx = self.pool.begin().await.map_err(backend)?;
+            // Lock order everywhere: messages, then the conversation.
+            sqlx::query("SELECT 1 FROM messages WHERE conversation_id = $1 AND deleted = 0 ORDER BY seq FOR UPDATE")
+                .bind(&cid)
+                .execute(&mut *tx)
+                .await
+                .map_err(backend)?;
             let member = serde_json::to_string(&member).map_err(backend)?;
             let n = sqlx::query("UPDATE conversations SET taken_over_by = $2 WHERE id = $1")
                 .bind(&cid)
@@ -376,14 +432,31 @@ impl Store for PostgresStore {
             if n == 0 {
                 return Err(StoreError::NotFound);
             }
+            let pending: Vec<String> = sqlx::query_scalar(
+                "SELECT id FROM interactions WHERE conversation_id = $1 AND status = 'pending'",
+            )
+            .bind(&cid)
+            .fetch_all(&mut *tx)
+            .await
+            .map_err(backend)?;
+            let mut out = Vec::new();
+            let mut api = Vec::new();
+            for id in pending {
+                let (_, st, a) =
+                    inbox::close(&mut tx, &id, "cancelled", "takeover", now_ms).await?;
+                out.extend(st);
+                api.extend(a);
+            }
             let rows = sqlx::query("SELECT doc, created_at FROM messages WHERE conversation_id = $1 AND deleted = 0 FOR UPDATE")
                 .bind(&cid)
                 .fetch_all(&mut *tx)
                 .await
                 .map_err(backend)?;
-            let mut out = Vec::new();
             for r in rows {
-                let mut m = parse_message(&r.try_get::<String, _>(0).map_err(backend)?, r.try_get(1).map_err(backend)?)?;
+                let mut m = parse_message(
+                    &r.try_get::<String, _>(0).map_err(backend)?,
+                    r.try_get(1).map_err(backend)?,
+                )?;
                 let mut changed = false;
                 for b in &mut m.blocks {
                     if !b.state().disabled && b.is_interactive() {
@@ -396,25 +469,51 @@ impl Store for PostgresStore {
                 if changed {
                     m.updated_at = crate::domain::time::rfc3339(now_ms);
                     save_message(&mut tx, &m).await?;
-                    out.push(append_stream(&mut tx, &cid, "message.updated", message_json(&m)).await?);
+                    out.push(
+                        append_stream(&mut tx, &cid, "message.updated", message_json(&m)).await?,
+                    );
                 }
             }
             tx.commit().await.map_err(backend)?;
             self.hub.publish(out);
+            self.hub.publish_api(api);
             Ok(())
         })
     }
 
-    fn insert_message(&self, msg: Message, event: Option<NewEvent>) -> BoxFut<'_, StoreResult<()>> {
+    fn insert_message(
+        &self,
+        msg: Message,
+        event: Option<NewEvent>,
+        interactions: Vec<NewInteraction>,
+    ) -> BoxFut<'_, StoreResult<()>> {
         Box::pin(async move {
             let mut tx = self.pool.begin().await.map_err(backend)?;
             insert_message(&mut tx, &msg).await?;
             if let Some(e) = &event {
                 insert_event(&mut tx, e).await?;
             }
-            let entry = append_stream(&mut tx, &msg.conversation_id, "message.created", message_json(&msg)).await?;
+            let mut api = Vec::new();
+            for i in &interactions {
+                inbox::insert(&mut tx, i, msg.created_ms).await?;
+                let stored = inbox::by_id(&mut tx, &i.id).await?;
+                api.push(ApiEvent {
+                    chatbot_id: i.chatbot_id.clone(),
+                    interaction_id: i.id.clone(),
+                    kind: "interaction.created",
+                    data: stored.to_json(msg.created_ms),
+                });
+            }
+            let entry = append_stream(
+                &mut tx,
+                &msg.conversation_id,
+                "message.created",
+                message_json(&msg),
+            )
+            .await?;
             tx.commit().await.map_err(backend)?;
             self.hub.publish(vec![entry]);
+            self.hub.publish_api(api);
             if event.is_some() {
                 self.hub.new_events.notify_one();
             }
@@ -425,17 +524,26 @@ impl Store for PostgresStore {
     fn get_message(&self, id: &str) -> BoxFut<'_, StoreResult<Message>> {
         let id = id.to_string();
         Box::pin(async move {
-            let row = sqlx::query("SELECT doc, created_at FROM messages WHERE id = $1 AND deleted = 0")
-                .bind(&id)
-                .fetch_optional(&self.pool)
-                .await
-                .map_err(backend)?
-                .ok_or(StoreError::NotFound)?;
-            parse_message(&row.try_get::<String, _>(0).map_err(backend)?, row.try_get(1).map_err(backend)?)
+            let row =
+                sqlx::query("SELECT doc, created_at FROM messages WHERE id = $1 AND deleted = 0")
+                    .bind(&id)
+                    .fetch_optional(&self.pool)
+                    .await
+                    .map_err(backend)?
+                    .ok_or(StoreError::NotFound)?;
+            parse_message(
+                &row.try_get::<String, _>(0).map_err(backend)?,
+                row.try_get(1).map_err(backend)?,
+            )
         })
     }
 
-    fn list_messages(&self, conversation_id: &str, limit: usize, cursor: Option<i64>) -> BoxFut<'_, StoreResult<Page<Message>>> {
+    fn list_messages(
+        &self,
+        conversation_id: &str,
+        limit: usize,
+        cursor: Option<i64>,
+    ) -> BoxFut<'_, StoreResult<Page<Message>>> {
         let cid = conversation_id.to_string();
         Box::pin(async move {
             let rows = sqlx::query(
@@ -450,7 +558,10 @@ impl Store for PostgresStore {
             .map_err(backend)?;
             let mut out = Vec::with_capacity(rows.len());
             for r in rows {
-                let m = parse_message(&r.try_get::<String, _>(0).map_err(backend)?, r.try_get(1).map_err(backend)?)?;
+                let m = parse_message(
+                    &r.try_get::<String, _>(0).map_err(backend)?,
+                    r.try_get(1).map_err(backend)?,
+                )?;
                 out.push((m, r.try_get::<i64, _>(2).map_err(backend)?));
             }
             Ok(page_of(out, limit))
@@ -460,51 +571,163 @@ impl Store for PostgresStore {
     fn interact(&self, req: InteractRequest) -> BoxFut<'_, StoreResult<Interacted>> {
         Box::pin(async move {
             let mut tx = self.pool.begin().await.map_err(backend)?;
-            let mut msg = load_message_for_update(&mut tx, &req.message_id).await?;
+            let msg = load_message_for_update(&mut tx, &req.message_id).await?;
             if msg.conversation_id != req.conversation_id {
                 return Err(StoreError::NotFound);
             }
-            let row = sqlx::query(
-                "SELECT v.chatbot_id, b.retention_ms, v.created_at, v.taken_over_by
-                 FROM conversations v JOIN chatbots b ON b.id = v.chatbot_id WHERE v.id = $1",
-            )
-            .bind(&msg.conversation_id)
-            .fetch_one(&mut *tx)
-            .await
-            .map_err(backend)?;
-            let chatbot_id: String = row.try_get(0).map_err(backend)?;
-            let taken: Option<String> = row.try_get(3).map_err(backend)?;
-            let ctx = Context {
-                now_ms: req.now_ms,
-                interactive_window_ms: req.interactive_window_ms,
-                retention_ms: row.try_get(1).map_err(backend)?,
-                conversation_created_ms: row.try_get(2).map_err(backend)?,
-                taken_over: taken.is_some(),
-                chatbot_id: &chatbot_id,
-                user: &req.user,
-                event_id: &req.event_id,
-                response_url: &req.response_url,
-            };
-            let accepted = interact::apply(&mut msg, &ctx, &req.action)?;
-            insert_event(
+            let fx = inbox::apply(
                 &mut tx,
-                &NewEvent {
-                    id: req.event_id.clone(),
-                    chatbot_id: chatbot_id.clone(),
-                    conversation_id: msg.conversation_id.clone(),
-                    event_type: accepted.event_type,
-                    payload: accepted.payload,
-                    created_at: req.now_ms,
-                },
+                msg,
+                &req.action,
+                &req.user,
+                &req.event_id,
+                &req.response_url,
+                req.now_ms,
+                req.interactive_window_ms,
             )
             .await?;
-            save_message(&mut tx, &msg).await?;
-            let entry = append_stream(&mut tx, &msg.conversation_id, "message.updated", message_json(&msg)).await?;
             tx.commit().await.map_err(backend)?;
-            self.hub.publish(vec![entry]);
+            self.hub.publish(fx.stream);
+            self.hub.publish_api(fx.api);
             self.hub.new_events.notify_one();
-            let typing = msg.typing_on_interaction;
-            Ok(Interacted { message: msg, typing })
+            Ok(fx.out)
+        })
+    }
+
+    fn get_interaction(&self, chatbot_id: &str, id: &str) -> BoxFut<'_, StoreResult<Interaction>> {
+        let (bid, id) = (chatbot_id.to_string(), id.to_string());
+        Box::pin(async move {
+            let r = sqlx::query(&format!(
+                "SELECT {} FROM interactions WHERE id = $1 AND chatbot_id = $2",
+                inbox::COLS
+            ))
+            .bind(&id)
+            .bind(&bid)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(backend)?
+            .ok_or(StoreError::NotFound)?;
+            inbox::row(&r).map_err(backend)
+        })
+    }
+
+    fn list_interactions(
+        &self,
+        chatbot_id: &str,
+        filter: InteractionFilter,
+        limit: usize,
+        cursor: Option<i64>,
+        now_ms: i64,
+    ) -> BoxFut<'_, StoreResult<Page<Interaction>>> {
+        let bid = chatbot_id.to_string();
+        Box::pin(async move {
+            let rows = sqlx::query(&format!(
+                "SELECT {}, seq FROM interactions
+                 WHERE chatbot_id = $1 AND seq < $2 AND ($3::text IS NULL OR conversation_id = $3)
+                   AND ($4::text IS NULL
+                        OR ($4 = 'pending' AND status = 'pending' AND (expires_at IS NULL OR expires_at > $5))
+                        OR ($4 = 'expired' AND (status = 'expired' OR (status = 'pending' AND expires_at <= $5)))
+                        OR ($4 NOT IN ('pending', 'expired') AND status = $4))
+                 ORDER BY seq DESC LIMIT $6",
+                inbox::COLS
+            ))
+            .bind(&bid)
+            .bind(cursor.unwrap_or(i64::MAX))
+            .bind(&filter.conversation_id)
+            .bind(&filter.status)
+            .bind(now_ms)
+            .bind(limit as i64 + 1)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(backend)?;
+            let out = rows
+                .iter()
+                .map(|r| Ok((inbox::row(r)?, r.try_get::<i64, _>(14)?)))
+                .collect::<Result<Vec<_>, sqlx::Error>>()
+                .map_err(backend)?;
+            Ok(page_of(out, limit))
+        })
+    }
+
+    fn answer_interaction(&self, req: AnswerRequest) -> BoxFut<'_, StoreResult<AnswerOutcome>> {
+        Box::pin(async move {
+            let mut tx = self.pool.begin().await.map_err(backend)?;
+            let i = inbox::by_id(&mut tx, &req.interaction_id).await?;
+            if i.chatbot_id != req.chatbot_id {
+                return Err(StoreError::NotFound);
+            }
+            let prior = sqlx::query("SELECT body_hash, result FROM interaction_idempotency WHERE interaction_id = $1 AND key = $2")
+                .bind(&req.interaction_id)
+                .bind(&req.idempotency_key)
+                .fetch_optional(&mut *tx)
+                .await
+                .map_err(backend)?;
+            if let Some(r) = prior {
+                let hash: String = r.try_get(0).map_err(backend)?;
+                if hash != req.body_hash {
+                    return Err(StoreError::Api(crate::error::ApiError::new(
+                        actix_web::http::StatusCode::CONFLICT,
+                        "idempotency_key_conflict",
+                        "Idempotency key conflict",
+                        "this Idempotency-Key was used with a different body",
+                    )));
+                }
+                let result: String = r.try_get(1).map_err(backend)?;
+                return Ok(AnswerOutcome::Repeated(
+                    serde_json::from_str(&result).map_err(backend)?,
+                ));
+            }
+            if i.status_at(req.now_ms) != "pending" {
+                return Err(StoreError::Api(crate::domain::inbox::not_pending()));
+            }
+            let msg = load_message_for_update(&mut tx, &i.message_id).await?;
+            let action =
+                crate::domain::inbox::action_from_answer(&i.kind, &i.spec, &msg, &req.body)?;
+            let fx = inbox::apply(
+                &mut tx,
+                msg,
+                &action,
+                &req.user,
+                &req.event_id,
+                &req.response_url,
+                req.now_ms,
+                req.interactive_window_ms,
+            )
+            .await?;
+            let Some(answered) = fx.answered else {
+                return Err(StoreError::Api(crate::domain::inbox::not_pending()));
+            };
+            sqlx::query("INSERT INTO interaction_idempotency (interaction_id, key, body_hash, result) VALUES ($1, $2, $3, $4)")
+                .bind(&req.interaction_id)
+                .bind(&req.idempotency_key)
+                .bind(&req.body_hash)
+                .bind(answered.to_json(req.now_ms).to_string())
+                .execute(&mut *tx)
+                .await
+                .map_err(backend)?;
+            tx.commit().await.map_err(backend)?;
+            self.hub.publish(fx.stream);
+            self.hub.publish_api(fx.api);
+            self.hub.new_events.notify_one();
+            Ok(AnswerOutcome::Answered(answered))
+        })
+    }
+
+    fn close_interaction(
+        &self,
+        id: &str,
+        status: &'static str,
+        reason: &'static str,
+        now_ms: i64,
+    ) -> BoxFut<'_, StoreResult<Interaction>> {
+        let id = id.to_string();
+        Box::pin(async move {
+            let mut tx = self.pool.begin().await.map_err(backend)?;
+            let (i, stream, api) = inbox::close(&mut tx, &id, status, reason, now_ms).await?;
+            tx.commit().await.map_err(backend)?;
+            self.hub.publish(stream);
+            self.hub.publish_api(api);
+            Ok(i)
         })
     }
 
@@ -517,18 +740,21 @@ impl Store for PostgresStore {
                 .execute(&mut *tx)
                 .await
                 .map_err(backend)?;
-            let uses: i64 = sqlx::query_scalar("SELECT uses FROM response_uses WHERE event_id = $1 FOR UPDATE")
-                .bind(&req.event_id)
-                .fetch_one(&mut *tx)
-                .await
-                .map_err(backend)?;
-            if let Some(key) = &req.idempotency_key {
-                let prior: Option<String> = sqlx::query_scalar("SELECT result FROM response_idempotency WHERE event_id = $1 AND key = $2")
+            let uses: i64 =
+                sqlx::query_scalar("SELECT uses FROM response_uses WHERE event_id = $1 FOR UPDATE")
                     .bind(&req.event_id)
-                    .bind(key)
-                    .fetch_optional(&mut *tx)
+                    .fetch_one(&mut *tx)
                     .await
                     .map_err(backend)?;
+            if let Some(key) = &req.idempotency_key {
+                let prior: Option<String> = sqlx::query_scalar(
+                    "SELECT result FROM response_idempotency WHERE event_id = $1 AND key = $2",
+                )
+                .bind(&req.event_id)
+                .bind(key)
+                .fetch_optional(&mut *tx)
+                .await
+                .map_err(backend)?;
                 if let Some(p) = prior {
                     let v = serde_json::from_str(&p).map_err(backend)?;
                     return Ok(ReplyOutcome::Repeated(v));
@@ -540,7 +766,11 @@ impl Store for PostgresStore {
             let now = crate::domain::time::rfc3339(req.now_ms);
             let mut entries = Vec::new();
             let result_msg = match req.reply {
-                Reply::Replace { text, blocks, metadata } => {
+                Reply::Replace {
+                    text,
+                    blocks,
+                    metadata,
+                } => {
                     let mut m = load_message_for_update(&mut tx, &req.message_id).await?;
                     m.text = text;
                     m.blocks = blocks;
@@ -549,12 +779,28 @@ impl Store for PostgresStore {
                     }
                     m.updated_at = now;
                     save_message(&mut tx, &m).await?;
-                    entries.push(append_stream(&mut tx, &m.conversation_id, "message.updated", message_json(&m)).await?);
+                    entries.push(
+                        append_stream(
+                            &mut tx,
+                            &m.conversation_id,
+                            "message.updated",
+                            message_json(&m),
+                        )
+                        .await?,
+                    );
                     m
                 }
                 Reply::Post(m) => {
                     insert_message(&mut tx, &m).await?;
-                    entries.push(append_stream(&mut tx, &m.conversation_id, "message.created", message_json(&m)).await?);
+                    entries.push(
+                        append_stream(
+                            &mut tx,
+                            &m.conversation_id,
+                            "message.created",
+                            message_json(&m),
+                        )
+                        .await?,
+                    );
                     m
                 }
                 Reply::Delete => {
@@ -565,7 +811,9 @@ impl Store for PostgresStore {
                         .await
                         .map_err(backend)?;
                     let data = serde_json::json!({"message_id": m.id}).to_string();
-                    entries.push(append_stream(&mut tx, &m.conversation_id, "message.deleted", data).await?);
+                    entries.push(
+                        append_stream(&mut tx, &m.conversation_id, "message.deleted", data).await?,
+                    );
                     m
                 }
             };
@@ -576,13 +824,15 @@ impl Store for PostgresStore {
                 .map_err(backend)?;
             let result = serde_json::json!({ "message": result_msg });
             if let Some(key) = &req.idempotency_key {
-                sqlx::query("INSERT INTO response_idempotency (event_id, key, result) VALUES ($1, $2, $3)")
-                    .bind(&req.event_id)
-                    .bind(key)
-                    .bind(result.to_string())
-                    .execute(&mut *tx)
-                    .await
-                    .map_err(backend)?;
+                sqlx::query(
+                    "INSERT INTO response_idempotency (event_id, key, result) VALUES ($1, $2, $3)",
+                )
+                .bind(&req.event_id)
+                .bind(key)
+                .bind(result.to_string())
+                .execute(&mut *tx)
+                .await
+                .map_err(backend)?;
             }
             tx.commit().await.map_err(backend)?;
             self.hub.publish(entries);
@@ -590,7 +840,12 @@ impl Store for PostgresStore {
         })
     }
 
-    fn stream_since(&self, conversation_id: &str, after_seq: i64, limit: usize) -> BoxFut<'_, StoreResult<Vec<StreamEvent>>> {
+    fn stream_since(
+        &self,
+        conversation_id: &str,
+        after_seq: i64,
+        limit: usize,
+    ) -> BoxFut<'_, StoreResult<Vec<StreamEvent>>> {
         let cid = conversation_id.to_string();
         Box::pin(async move {
             let rows = sqlx::query(
@@ -616,7 +871,12 @@ impl Store for PostgresStore {
         })
     }
 
-    fn append_stream(&self, conversation_id: &str, kind: &str, data: String) -> BoxFut<'_, StoreResult<StreamEvent>> {
+    fn append_stream(
+        &self,
+        conversation_id: &str,
+        kind: &str,
+        data: String,
+    ) -> BoxFut<'_, StoreResult<StreamEvent>> {
         let (cid, kind) = (conversation_id.to_string(), kind.to_string());
         Box::pin(async move {
             let mut tx = self.pool.begin().await.map_err(backend)?;
@@ -627,7 +887,13 @@ impl Store for PostgresStore {
         })
     }
 
-    fn claim_due(&self, now_ms: i64, lease_until: i64, limit: usize, skip: Vec<String>) -> BoxFut<'_, StoreResult<Vec<Claimed>>> {
+    fn claim_due(
+        &self,
+        now_ms: i64,
+        lease_until: i64,
+        limit: usize,
+        skip: Vec<String>,
+    ) -> BoxFut<'_, StoreResult<Vec<Claimed>>> {
         Box::pin(async move {
             let rows = sqlx::query(
                 "UPDATE events SET leased_until = $2 WHERE seq IN (
@@ -759,7 +1025,13 @@ impl Store for PostgresStore {
         })
     }
 
-    fn list_events(&self, chatbot_id: &str, status: Option<String>, limit: usize, cursor: Option<i64>) -> BoxFut<'_, StoreResult<Page<EventSummary>>> {
+    fn list_events(
+        &self,
+        chatbot_id: &str,
+        status: Option<String>,
+        limit: usize,
+        cursor: Option<i64>,
+    ) -> BoxFut<'_, StoreResult<Page<EventSummary>>> {
         let bid = chatbot_id.to_string();
         Box::pin(async move {
             let rows = sqlx::query(
@@ -782,7 +1054,11 @@ impl Store for PostgresStore {
         })
     }
 
-    fn get_event(&self, chatbot_id: &str, event_id: &str) -> BoxFut<'_, StoreResult<(EventSummary, Vec<AttemptRow>)>> {
+    fn get_event(
+        &self,
+        chatbot_id: &str,
+        event_id: &str,
+    ) -> BoxFut<'_, StoreResult<(EventSummary, Vec<AttemptRow>)>> {
         let (bid, eid) = (chatbot_id.to_string(), event_id.to_string());
         Box::pin(async move {
             let row = sqlx::query(
@@ -822,17 +1098,24 @@ impl Store for PostgresStore {
         })
     }
 
-    fn redeliver(&self, chatbot_id: &str, event_id: &str, now_ms: i64) -> BoxFut<'_, StoreResult<()>> {
+    fn redeliver(
+        &self,
+        chatbot_id: &str,
+        event_id: &str,
+        now_ms: i64,
+    ) -> BoxFut<'_, StoreResult<()>> {
         let (bid, eid) = (chatbot_id.to_string(), event_id.to_string());
         Box::pin(async move {
             let mut tx = self.pool.begin().await.map_err(backend)?;
-            let row = sqlx::query("SELECT status, conversation_id FROM events WHERE id = $1 AND chatbot_id = $2")
-                .bind(&eid)
-                .bind(&bid)
-                .fetch_optional(&mut *tx)
-                .await
-                .map_err(backend)?
-                .ok_or(StoreError::NotFound)?;
+            let row = sqlx::query(
+                "SELECT status, conversation_id FROM events WHERE id = $1 AND chatbot_id = $2",
+            )
+            .bind(&eid)
+            .bind(&bid)
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(backend)?
+            .ok_or(StoreError::NotFound)?;
             let status: String = row.try_get(0).map_err(backend)?;
             let conv: String = row.try_get(1).map_err(backend)?;
             lock_conversation(&mut tx, &conv).await?;

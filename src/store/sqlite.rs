@@ -12,8 +12,10 @@ use rusqlite::{Connection, OptionalExtension, params};
 use tokio::sync::oneshot;
 
 use super::*;
-use crate::domain::interact::{self, Context};
-use crate::hub::Hub;
+use crate::domain::inbox::{Interaction, NewInteraction};
+use crate::hub::{ApiEvent, Hub};
+
+mod inbox;
 
 const MIGRATIONS: &[&str] = &[include_str!("../../migrations/sqlite/0001_init.sql")];
 const MAX_BATCH: usize = 512;
@@ -432,14 +434,24 @@ impl Store for SqliteStore {
                     if n == 0 {
                         return Err(StoreError::NotFound);
                     }
-                    let mut stmt = c
-                        .prepare("SELECT doc, created_at FROM messages WHERE conversation_id = ?1 AND deleted = 0")
+                    let pending: Vec<String> = c
+                        .prepare("SELECT id FROM interactions WHERE conversation_id = ?1 AND status = 'pending'")
+                        .and_then(|mut s| s.query_map([&cid], |r| r.get(0)).and_then(|rows| rows.collect()))
                         .map_err(backend)?;
-                    let msgs: Vec<Message> = stmt
-                        .query_map([&cid], |r| parse_message(&r.get::<_, String>(0)?, r.get(1)?))
-                        .and_then(|rows| rows.collect())
-                        .map_err(backend)?;
+                    let mut api = Vec::new();
                     let mut out = Vec::new();
+                    for id in pending {
+                        let (_, st, a) = inbox::close(c, &id, "cancelled", "takeover", now_ms)?;
+                        out.extend(st);
+                        api.extend(a);
+                    }
+                    let msgs: Vec<Message> = c
+                        .prepare("SELECT doc, created_at FROM messages WHERE conversation_id = ?1 AND deleted = 0")
+                        .and_then(|mut s| {
+                            s.query_map([&cid], |r| parse_message(&r.get::<_, String>(0)?, r.get(1)?))
+                                .and_then(|rows| rows.collect())
+                        })
+                        .map_err(backend)?;
                     for mut m in msgs {
                         let mut changed = false;
                         for b in &mut m.blocks {
@@ -457,33 +469,52 @@ impl Store for SqliteStore {
                             out.push(append_stream(c, &cid, "message.updated", message_json(&m))?);
                         }
                     }
-                    Ok(out)
+                    Ok((out, api))
                 })
                 .await?;
-            hub.publish(events);
+            hub.publish(events.0);
+            hub.publish_api(events.1);
             Ok(())
         })
     }
 
-    fn insert_message(&self, msg: Message, event: Option<NewEvent>) -> BoxFut<'_, StoreResult<()>> {
+    fn insert_message(
+        &self,
+        msg: Message,
+        event: Option<NewEvent>,
+        interactions: Vec<NewInteraction>,
+    ) -> BoxFut<'_, StoreResult<()>> {
         let hub = self.hub.clone();
         Box::pin(async move {
             let has_event = event.is_some();
-            let entry = self
+            let (entry, api) = self
                 .write(move |c| {
                     insert_message(c, &msg)?;
                     if let Some(e) = &event {
                         insert_event(c, e)?;
                     }
-                    append_stream(
+                    let mut api = Vec::new();
+                    for i in &interactions {
+                        inbox::insert(c, i, msg.created_ms)?;
+                        let stored = inbox::by_id(c, &i.id)?;
+                        api.push(ApiEvent {
+                            chatbot_id: i.chatbot_id.clone(),
+                            interaction_id: i.id.clone(),
+                            kind: "interaction.created",
+                            data: stored.to_json(msg.created_ms),
+                        });
+                    }
+                    let entry = append_stream(
                         c,
                         &msg.conversation_id,
                         "message.created",
                         message_json(&msg),
-                    )
+                    )?;
+                    Ok((entry, api))
                 })
                 .await?;
             hub.publish(vec![entry]);
+            hub.publish_api(api);
             if has_event {
                 hub.new_events.notify_one();
             }
@@ -534,51 +565,162 @@ impl Store for SqliteStore {
     fn interact(&self, req: InteractRequest) -> BoxFut<'_, StoreResult<Interacted>> {
         let hub = self.hub.clone();
         Box::pin(async move {
-            let (out, entry) = self
+            let fx = self
                 .write(move |c| {
-                    let mut msg = load_message(c, &req.message_id)?;
+                    let msg = load_message(c, &req.message_id)?;
                     if msg.conversation_id != req.conversation_id {
                         return Err(StoreError::NotFound);
                     }
-                    let (chatbot_id, retention_ms, conv_created, taken): (String, i64, i64, Option<String>) = c
-                        .prepare_cached(
-                            "SELECT v.chatbot_id, b.retention_ms, v.created_at, v.taken_over_by
-                             FROM conversations v JOIN chatbots b ON b.id = v.chatbot_id WHERE v.id = ?1",
-                        )
-                        .and_then(|mut s| s.query_row([&msg.conversation_id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))))
-                        .map_err(backend)?;
-                    let ctx = Context {
-                        now_ms: req.now_ms,
-                        interactive_window_ms: req.interactive_window_ms,
-                        retention_ms,
-                        conversation_created_ms: conv_created,
-                        taken_over: taken.is_some(),
-                        chatbot_id: &chatbot_id,
-                        user: &req.user,
-                        event_id: &req.event_id,
-                        response_url: &req.response_url,
-                    };
-                    let accepted = interact::apply(&mut msg, &ctx, &req.action)?;
-                    insert_event(
+                    inbox::apply(
                         c,
-                        &NewEvent {
-                            id: req.event_id.clone(),
-                            chatbot_id: chatbot_id.clone(),
-                            conversation_id: msg.conversation_id.clone(),
-                            event_type: accepted.event_type,
-                            payload: accepted.payload,
-                            created_at: req.now_ms,
-                        },
-                    )?;
-                    save_message(c, &msg)?;
-                    let entry = append_stream(c, &msg.conversation_id, "message.updated", message_json(&msg))?;
-                    let typing = msg.typing_on_interaction;
-                    Ok((Interacted { message: msg, typing }, entry))
+                        msg,
+                        &req.action,
+                        &req.user,
+                        &req.event_id,
+                        &req.response_url,
+                        req.now_ms,
+                        req.interactive_window_ms,
+                    )
                 })
                 .await?;
-            hub.publish(vec![entry]);
+            hub.publish(fx.stream);
+            hub.publish_api(fx.api);
             hub.new_events.notify_one();
-            Ok(out)
+            Ok(fx.out)
+        })
+    }
+
+    fn get_interaction(&self, chatbot_id: &str, id: &str) -> BoxFut<'_, StoreResult<Interaction>> {
+        let r = self.read(|c| {
+            c.prepare_cached(&format!(
+                "SELECT {} FROM interactions WHERE id = ?1 AND chatbot_id = ?2",
+                inbox::COLS
+            ))?
+            .query_row([id, chatbot_id], inbox::row)
+            .optional()
+        });
+        Box::pin(async move { r?.ok_or(StoreError::NotFound) })
+    }
+
+    fn list_interactions(
+        &self,
+        chatbot_id: &str,
+        filter: InteractionFilter,
+        limit: usize,
+        cursor: Option<i64>,
+        now_ms: i64,
+    ) -> BoxFut<'_, StoreResult<Page<Interaction>>> {
+        let r = self.read(|c| {
+            let mut s = c.prepare_cached(&format!(
+                "SELECT {}, seq FROM interactions
+                 WHERE chatbot_id = ?1 AND seq < ?2 AND (?3 IS NULL OR conversation_id = ?3)
+                   AND (?4 IS NULL
+                        OR (?4 = 'pending' AND status = 'pending' AND (expires_at IS NULL OR expires_at > ?5))
+                        OR (?4 = 'expired' AND (status = 'expired' OR (status = 'pending' AND expires_at <= ?5)))
+                        OR (?4 NOT IN ('pending', 'expired') AND status = ?4))
+                 ORDER BY seq DESC LIMIT ?6",
+                inbox::COLS
+            ))?;
+            let rows = s.query_map(
+                params![chatbot_id, cursor.unwrap_or(i64::MAX), filter.conversation_id, filter.status, now_ms, limit as i64 + 1],
+                |r| Ok((inbox::row(r)?, r.get::<_, i64>(14)?)),
+            )?;
+            rows.collect::<rusqlite::Result<Vec<_>>>()
+        });
+        Box::pin(async move {
+            let mut rows = r?;
+            let next_cursor = if rows.len() > limit {
+                rows.truncate(limit);
+                rows.last().map(|(_, s)| s.to_string())
+            } else {
+                None
+            };
+            Ok(Page {
+                data: rows.into_iter().map(|(i, _)| i).collect(),
+                next_cursor,
+            })
+        })
+    }
+
+    fn answer_interaction(&self, req: AnswerRequest) -> BoxFut<'_, StoreResult<AnswerOutcome>> {
+        let hub = self.hub.clone();
+        Box::pin(async move {
+            let (outcome, stream, api) = self
+                .write(move |c| {
+                    let i = inbox::by_id(c, &req.interaction_id)?;
+                    if i.chatbot_id != req.chatbot_id {
+                        return Err(StoreError::NotFound);
+                    }
+                    let prior: Option<(String, String)> = c
+                        .query_row(
+                            "SELECT body_hash, result FROM interaction_idempotency WHERE interaction_id = ?1 AND key = ?2",
+                            params![req.interaction_id, req.idempotency_key],
+                            |r| Ok((r.get(0)?, r.get(1)?)),
+                        )
+                        .optional()
+                        .map_err(backend)?;
+                    if let Some((hash, result)) = prior {
+                        if hash != req.body_hash {
+                            return Err(StoreError::Api(crate::error::ApiError::new(
+                                actix_web::http::StatusCode::CONFLICT,
+                                "idempotency_key_conflict",
+                                "Idempotency key conflict",
+                                "this Idempotency-Key was used with a different body",
+                            )));
+                        }
+                        let v = serde_json::from_str(&result).map_err(backend)?;
+                        return Ok((AnswerOutcome::Repeated(v), Vec::new(), Vec::new()));
+                    }
+                    if i.status_at(req.now_ms) != "pending" {
+                        return Err(StoreError::Api(crate::domain::inbox::not_pending()));
+                    }
+                    let msg = load_message(c, &i.message_id)?;
+                    let action = crate::domain::inbox::action_from_answer(&i.kind, &i.spec, &msg, &req.body)?;
+                    let fx = inbox::apply(
+                        c,
+                        msg,
+                        &action,
+                        &req.user,
+                        &req.event_id,
+                        &req.response_url,
+                        req.now_ms,
+                        req.interactive_window_ms,
+                    )?;
+                    let answered = match fx.answered {
+                        Some(a) => a,
+                        None => return Err(StoreError::Api(crate::domain::inbox::not_pending())),
+                    };
+                    c.execute(
+                        "INSERT INTO interaction_idempotency (interaction_id, key, body_hash, result) VALUES (?1, ?2, ?3, ?4)",
+                        params![req.interaction_id, req.idempotency_key, req.body_hash, answered.to_json(req.now_ms).to_string()],
+                    )
+                    .map_err(backend)?;
+                    Ok((AnswerOutcome::Answered(answered), fx.stream, fx.api))
+                })
+                .await?;
+            hub.publish(stream);
+            hub.publish_api(api);
+            hub.new_events.notify_one();
+            Ok(outcome)
+        })
+    }
+
+    fn close_interaction(
+        &self,
+        id: &str,
+        status: &'static str,
+        reason: &'static str,
+        now_ms: i64,
+    ) -> BoxFut<'_, StoreResult<Interaction>> {
+        let id = id.to_string();
+        let hub = self.hub.clone();
+        Box::pin(async move {
+            let (i, stream, api) = self
+                .write(move |c| inbox::close(c, &id, status, reason, now_ms))
+                .await?;
+            hub.publish(stream);
+            hub.publish_api(api);
+            Ok(i)
         })
     }
 

@@ -5,6 +5,7 @@ mod helpers;
 mod bench_smoke;
 mod core;
 mod delivery;
+mod inbox;
 mod postgres;
 mod responses;
 mod schemas;

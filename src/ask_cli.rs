@@ -1,0 +1,201 @@
+//! `blockhook ask`: ask a person from a script and exit with the answer.
+//!
+//! Exit codes: 0 answered or accepted, 1 declined, 2 expired or withdrawn;
+//! 69 server unreachable or `dialog_pending`, 77 bad key, 65 a request the
+//! server refused as invalid.
+
+use clap::Args;
+use serde_json::{Value, json};
+
+#[derive(Debug, Clone, Args)]
+pub struct AskArgs {
+    /// The conversation to ask in.
+    pub conversation_id: String,
+    /// The question (up to 600 characters).
+    pub question: String,
+    /// An option, `id:label` (or just `id`); repeat for more.
+    #[arg(short = 'o', long = "option", value_name = "ID:LABEL")]
+    pub options: Vec<String>,
+    /// Allow choosing several options.
+    #[arg(long)]
+    pub multi: bool,
+    /// Allow a free-text answer.
+    #[arg(long)]
+    pub custom: bool,
+    /// Label of the accept button (a question without options).
+    #[arg(long)]
+    pub accept: Option<String>,
+    /// Label of the decline button.
+    #[arg(long)]
+    pub decline: Option<String>,
+    /// Allow a comment with a decline.
+    #[arg(long)]
+    pub comment: bool,
+    #[arg(long)]
+    pub title: Option<String>,
+    /// How long to wait: `90s`, `10m`, `2h` (5 s to 1 d; default 10m).
+    #[arg(long)]
+    pub timeout: Option<String>,
+    /// The server.
+    #[arg(long, env = "BLOCKHOOK_URL", default_value = "http://127.0.0.1:8080")]
+    pub url: String,
+    /// The chatbot's API key (`sk_…`).
+    #[arg(long = "api-key", env = "BLOCKHOOK_API_KEY", hide_env_values = true)]
+    pub api_key: String,
+}
+
+pub const EXIT_DECLINED: i32 = 1;
+pub const EXIT_NO_ANSWER: i32 = 2;
+pub const EXIT_DATAERR: i32 = 65;
+pub const EXIT_UNAVAILABLE: i32 = 69;
+pub const EXIT_NOPERM: i32 = 77;
+
+/// The request body for `args`.
+pub fn body(args: &AskArgs) -> Value {
+    let mut b = json!({"message": args.question});
+    if !args.options.is_empty() {
+        let opts: Vec<Value> = args
+            .options
+            .iter()
+            .map(|o| match o.split_once(':') {
+                Some((id, label)) => json!({"id": id, "label": label}),
+                None => json!(o),
+            })
+            .collect();
+        b["options"] = json!(opts);
+    }
+    if args.multi {
+        b["multiple"] = json!(true);
+    }
+    if args.custom {
+        b["custom"] = json!(true);
+    }
+    if let Some(a) = &args.accept {
+        b["accept"] = json!(a);
+    }
+    if let Some(d) = &args.decline {
+        b["decline"] = json!(d);
+    }
+    if args.comment {
+        b["comment"] = json!(true);
+    }
+    if let Some(t) = &args.title {
+        b["title"] = json!(t);
+    }
+    if let Some(t) = &args.timeout {
+        b["timeout"] = json!(t);
+    }
+    b
+}
+
+/// What to print and the exit code for an answer.
+pub fn render(answer: &Value) -> (String, i32) {
+    let s = |k: &str| {
+        answer
+            .get(k)
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string()
+    };
+    match answer.get("answer").and_then(Value::as_str) {
+        Some("chose") => {
+            let ids: Vec<String> = answer
+                .get("options")
+                .and_then(Value::as_array)
+                .map(|a| {
+                    a.iter()
+                        .filter_map(Value::as_str)
+                        .map(str::to_string)
+                        .collect()
+                })
+                .unwrap_or_default();
+            (ids.join("\n"), 0)
+        }
+        Some("custom") => (s("text"), 0),
+        Some("accepted") => (String::new(), 0),
+        Some("declined") => (s("comment"), EXIT_DECLINED),
+        _ => (String::new(), EXIT_NO_ANSWER),
+    }
+}
+
+pub async fn run(args: AskArgs) -> i32 {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let client = match reqwest::Client::builder().build() {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("blockhook ask: {e}");
+            return EXIT_UNAVAILABLE;
+        }
+    };
+    let url = format!(
+        "{}/api/v1/conversations/{}/ask",
+        args.url.trim_end_matches('/'),
+        args.conversation_id
+    );
+    let resp = client
+        .post(url)
+        .bearer_auth(&args.api_key)
+        .header("content-type", "application/json")
+        .body(body(&args).to_string())
+        .send()
+        .await;
+    let resp = match resp {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("blockhook ask: server unreachable: {e}");
+            return EXIT_UNAVAILABLE;
+        }
+    };
+    let status = resp.status().as_u16();
+    let text = match resp.text().await {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("blockhook ask: the answer was cut off: {e}");
+            return EXIT_UNAVAILABLE;
+        }
+    };
+    if status != 200 {
+        eprintln!("blockhook ask: {status}: {}", text.trim());
+        return match status {
+            401 => EXIT_NOPERM,
+            400 | 413 | 415 | 422 => EXIT_DATAERR,
+            _ => EXIT_UNAVAILABLE,
+        };
+    }
+    let answer: Value = match serde_json::from_str(text.trim()) {
+        Ok(v) => v,
+        Err(e) => {
+            eprintln!("blockhook ask: unreadable answer: {e}");
+            return EXIT_UNAVAILABLE;
+        }
+    };
+    let (out, code) = render(&answer);
+    if !out.is_empty() {
+        println!("{out}");
+    }
+    code
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn renders_answers_and_exit_codes() {
+        assert_eq!(
+            render(&json!({"answer": "chose", "options": ["a", "b"]})),
+            ("a\nb".into(), 0)
+        );
+        assert_eq!(
+            render(&json!({"answer": "custom", "text": "blue"})),
+            ("blue".into(), 0)
+        );
+        assert_eq!(render(&json!({"answer": "accepted"})), (String::new(), 0));
+        assert_eq!(
+            render(&json!({"answer": "declined", "comment": "no"})),
+            ("no".into(), 1)
+        );
+        assert_eq!(render(&json!({"answer": "expired"})).1, 2);
+        assert_eq!(render(&json!({"answer": "withdrawn"})).1, 2);
+    }
+}

@@ -1,0 +1,607 @@
+//! Interactions: every interactive block of a bot message (and every
+//! question asked with `ask`) as an item a reviewer can answer. Pure
+//! conversions between answers, actions and the recorded response.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value, json};
+
+use crate::domain::blocks::{Block, FieldKind};
+use crate::domain::interact::Action;
+use crate::domain::model::Message;
+use crate::error::{ApiError, FieldError};
+use actix_web::http::StatusCode;
+
+pub const CHOICE: &str = "choice";
+pub const TEXT: &str = "text";
+pub const APPROVAL: &str = "approval";
+pub const CONFIRMATION: &str = "confirmation";
+
+/// How an interaction maps onto the blocks of its message (not shown to
+/// clients).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Spec {
+    /// The actions block of a choice/approval/confirmation, or the form of a text.
+    pub block_id: String,
+    /// The form answering it (text, or a multiple choice shown as checkboxes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub form_id: Option<String>,
+    /// The free-text form of an ask with `custom`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub custom_form_id: Option<String>,
+    #[serde(default)]
+    pub multiple: bool,
+    #[serde(default)]
+    pub allow_comment: bool,
+    /// Raised by `ask`: one per conversation at a time, answered as a whole.
+    #[serde(default)]
+    pub ask: bool,
+}
+
+/// An interaction to store with its message.
+#[derive(Debug, Clone)]
+pub struct NewInteraction {
+    pub id: String,
+    pub chatbot_id: String,
+    pub conversation_id: String,
+    pub message_id: String,
+    pub kind: &'static str,
+    pub prompt: String,
+    pub payload: Value,
+    pub spec: Spec,
+    pub expires_at: Option<i64>,
+    pub created_at: i64,
+}
+
+/// A stored interaction.
+#[derive(Debug, Clone)]
+pub struct Interaction {
+    pub id: String,
+    pub chatbot_id: String,
+    pub conversation_id: String,
+    pub message_id: String,
+    pub kind: String,
+    pub status: String,
+    pub prompt: String,
+    pub payload: Value,
+    pub spec: Spec,
+    pub response: Option<Value>,
+    pub expires_at: Option<i64>,
+    pub created_at: i64,
+    pub updated_at: i64,
+    pub answered_at: Option<i64>,
+}
+
+impl Interaction {
+    /// The status as of `now`: a pending interaction past its deadline is expired.
+    pub fn status_at(&self, now_ms: i64) -> &str {
+        if self.status == "pending" && self.expires_at.is_some_and(|t| now_ms > t) {
+            "expired"
+        } else {
+            &self.status
+        }
+    }
+
+    pub fn to_json(&self, now_ms: i64) -> Value {
+        use crate::domain::time::rfc3339;
+        json!({
+            "id": self.id,
+            "conversation_id": self.conversation_id,
+            "message_id": self.message_id,
+            "block_id": self.spec.block_id,
+            "type": self.kind,
+            "status": self.status_at(now_ms),
+            "prompt": self.prompt,
+            "payload": self.payload,
+            "response": self.response,
+            "expires_at": self.expires_at.map(rfc3339),
+            "created_at": rfc3339(self.created_at),
+            "updated_at": rfc3339(self.updated_at),
+            "answered_at": self.answered_at.map(rfc3339),
+        })
+    }
+}
+
+/// The interactions of a new bot message: one per interactive block.
+pub fn from_message(
+    msg: &Message,
+    chatbot_id: &str,
+    expires_at: Option<i64>,
+) -> Vec<NewInteraction> {
+    let mut out = Vec::new();
+    for block in &msg.blocks {
+        let (kind, payload, spec, prompt) = match block {
+            Block::Actions {
+                block_id, elements, ..
+            } => {
+                let options: Vec<Value> = elements
+                    .iter()
+                    .filter(|b| !b.is_link())
+                    .map(|b| json!({"id": b.action_id, "label": b.label}))
+                    .collect();
+                if options.is_empty() {
+                    continue;
+                }
+                let spec = Spec {
+                    block_id: block_id.clone(),
+                    ..Spec::default()
+                };
+                (
+                    CHOICE,
+                    json!({"options": options}),
+                    spec,
+                    msg.text.clone().unwrap_or_default(),
+                )
+            }
+            Block::Form {
+                block_id,
+                form_id,
+                fields,
+                title,
+                ..
+            } => {
+                let spec = Spec {
+                    block_id: block_id.clone(),
+                    form_id: Some(form_id.clone()),
+                    ..Spec::default()
+                };
+                let prompt = title
+                    .clone()
+                    .or_else(|| msg.text.clone())
+                    .unwrap_or_default();
+                (TEXT, json!({"fields": fields}), spec, prompt)
+            }
+        };
+        out.push(NewInteraction {
+            id: crate::domain::ids::new_id("int"),
+            chatbot_id: chatbot_id.to_string(),
+            conversation_id: msg.conversation_id.clone(),
+            message_id: msg.id.clone(),
+            kind,
+            prompt,
+            payload,
+            spec,
+            expires_at,
+            created_at: msg.created_ms,
+        });
+    }
+    out
+}
+
+/// Whether `block_id` belongs to this interaction.
+pub fn covers(spec: &Spec, msg: &Message, block_id: &str) -> bool {
+    if spec.ask {
+        return msg.blocks.iter().any(|b| b.block_id() == block_id);
+    }
+    spec.block_id == block_id
+}
+
+/// The recorded response of an accepted action (without `submitted_at`).
+pub fn response_of(
+    kind: &str,
+    spec: &Spec,
+    action: &Action,
+    values: Option<&Map<String, Value>>,
+) -> Value {
+    match action {
+        Action::Click {
+            action_id, comment, ..
+        } => match kind {
+            CONFIRMATION => json!({"type": CONFIRMATION, "confirmed": action_id == "accept"}),
+            APPROVAL => {
+                let mut v = json!({"type": APPROVAL, "approved": action_id == "accept"});
+                if let Some(c) = comment {
+                    v["comment"] = json!(c);
+                }
+                v
+            }
+            _ => json!({"type": CHOICE, "option_ids": [action_id]}),
+        },
+        Action::Submit { form_id, .. } => {
+            let values = values.cloned().unwrap_or_default();
+            if spec.custom_form_id.as_deref() == Some(form_id.as_str()) {
+                let text = values.get("custom").cloned().unwrap_or(json!(""));
+                json!({"type": TEXT, "text": text})
+            } else if spec.multiple {
+                let ids: Vec<&String> = values
+                    .iter()
+                    .filter(|(_, v)| v.as_bool() == Some(true))
+                    .map(|(k, _)| k)
+                    .collect();
+                json!({"type": CHOICE, "option_ids": ids})
+            } else {
+                json!({"type": TEXT, "values": values})
+            }
+        }
+    }
+}
+
+/// What `ask` answers, from a recorded response.
+pub fn ask_answer(response: &Value) -> Value {
+    match response.get("type").and_then(Value::as_str) {
+        Some(CHOICE) => {
+            json!({"answer": "chose", "options": response.get("option_ids").cloned().unwrap_or(json!([]))})
+        }
+        Some(TEXT) => {
+            let text = response
+                .get("text")
+                .cloned()
+                .or_else(|| {
+                    response
+                        .get("values")
+                        .and_then(|v| v.get("custom"))
+                        .cloned()
+                })
+                .unwrap_or(json!(""));
+            json!({"answer": "custom", "text": text})
+        }
+        Some(CONFIRMATION) => {
+            if response.get("confirmed").and_then(Value::as_bool) == Some(true) {
+                json!({"answer": "accepted"})
+            } else {
+                json!({"answer": "declined"})
+            }
+        }
+        Some(APPROVAL) => {
+            if response.get("approved").and_then(Value::as_bool) == Some(true) {
+                json!({"answer": "accepted"})
+            } else {
+                let mut v = json!({"answer": "declined"});
+                if let Some(c) = response.get("comment").filter(|c| c.is_string()) {
+                    v["comment"] = c.clone();
+                }
+                v
+            }
+        }
+        _ => json!({"answer": "withdrawn"}),
+    }
+}
+
+fn mismatch(expected: &str) -> ApiError {
+    ApiError::new(
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "interaction_type_mismatch",
+        "Interaction type mismatch",
+        format!("this interaction is of type `{expected}`"),
+    )
+}
+
+fn unknown_fields(body: &Map<String, Value>, allowed: &[&str]) -> Result<(), ApiError> {
+    let errs: Vec<FieldError> = body
+        .keys()
+        .filter(|k| !allowed.contains(&k.as_str()))
+        .map(|k| {
+            FieldError::new(
+                format!("/{k}"),
+                "unknown_field",
+                "this variant has no such field",
+            )
+        })
+        .collect();
+    if errs.is_empty() {
+        Ok(())
+    } else {
+        Err(ApiError::Validation(errs))
+    }
+}
+
+fn bool_field(body: &Map<String, Value>, key: &str) -> Result<bool, ApiError> {
+    match body.get(key) {
+        Some(Value::Bool(b)) => Ok(*b),
+        Some(_) => Err(ApiError::field(
+            format!("/{key}"),
+            "invalid_type",
+            "must be a boolean",
+        )),
+        None => Err(ApiError::field(
+            format!("/{key}"),
+            "required",
+            format!("{key} is required"),
+        )),
+    }
+}
+
+/// Turns a reviewer's answer into the action a visitor would have taken.
+/// Checks, in order: the variant matches the type, no unknown fields, the
+/// values are of the right shape (form values are checked later, exactly as
+/// for the widget).
+pub fn action_from_answer(
+    kind: &str,
+    spec: &Spec,
+    msg: &Message,
+    body: &Value,
+) -> Result<Action, ApiError> {
+    let Some(body) = body.as_object() else {
+        return Err(ApiError::field(
+            "",
+            "invalid_type",
+            "the body must be a JSON object",
+        ));
+    };
+    match body.get("type") {
+        Some(Value::String(t)) if t == kind => {}
+        Some(Value::String(_)) => return Err(mismatch(kind)),
+        Some(_) => return Err(ApiError::field("/type", "invalid_type", "must be a string")),
+        None => return Err(ApiError::field("/type", "required", "type is required")),
+    }
+    match kind {
+        CHOICE => {
+            unknown_fields(body, &["type", "option_ids"])?;
+            let ids: Vec<String> = match body.get("option_ids") {
+                Some(Value::Array(a)) if !a.is_empty() => a
+                    .iter()
+                    .enumerate()
+                    .map(|(i, v)| {
+                        v.as_str().map(str::to_string).ok_or_else(|| {
+                            ApiError::field(
+                                format!("/option_ids/{i}"),
+                                "invalid_type",
+                                "must be a string",
+                            )
+                        })
+                    })
+                    .collect::<Result<_, _>>()?,
+                Some(Value::Array(_)) => {
+                    return Err(ApiError::field(
+                        "/option_ids",
+                        "required",
+                        "choose at least one option",
+                    ));
+                }
+                Some(_) => {
+                    return Err(ApiError::field(
+                        "/option_ids",
+                        "invalid_type",
+                        "must be an array of option ids",
+                    ));
+                }
+                None => {
+                    return Err(ApiError::field(
+                        "/option_ids",
+                        "required",
+                        "option_ids is required",
+                    ));
+                }
+            };
+            if spec.multiple {
+                let form_id = spec.form_id.clone().unwrap_or_default();
+                let mut values = Map::new();
+                for (i, id) in ids.iter().enumerate() {
+                    if !form_has_checkbox(msg, &form_id, id) {
+                        return Err(ApiError::field(
+                            format!("/option_ids/{i}"),
+                            "invalid_option",
+                            "no such option",
+                        ));
+                    }
+                    values.insert(id.clone(), Value::Bool(true));
+                }
+                return Ok(Action::Submit { form_id, values });
+            }
+            if ids.len() > 1 {
+                return Err(ApiError::field(
+                    "/option_ids/1",
+                    "too_many",
+                    "this question takes one option",
+                ));
+            }
+            let id = ids.into_iter().next().unwrap_or_default();
+            if !has_button(msg, &spec.block_id, &id) {
+                return Err(ApiError::field(
+                    "/option_ids/0",
+                    "invalid_option",
+                    "no such option",
+                ));
+            }
+            Ok(Action::Click {
+                block_id: spec.block_id.clone(),
+                action_id: id,
+                comment: None,
+            })
+        }
+        TEXT => {
+            unknown_fields(body, &["type", "values", "text"])?;
+            let form_id = spec
+                .form_id
+                .clone()
+                .or_else(|| spec.custom_form_id.clone())
+                .unwrap_or_default();
+            let values = match (body.get("values"), body.get("text")) {
+                (Some(Value::Object(m)), None) => m.clone(),
+                (Some(_), None) => {
+                    return Err(ApiError::field(
+                        "/values",
+                        "invalid_type",
+                        "must be an object",
+                    ));
+                }
+                (None, Some(Value::String(t))) => {
+                    let fields = form_fields(msg, &form_id);
+                    if fields.len() != 1 {
+                        return Err(ApiError::field(
+                            "/text",
+                            "not_allowed",
+                            "`text` answers a form of one field; send `values`",
+                        ));
+                    }
+                    let mut m = Map::new();
+                    m.insert(fields[0].clone(), Value::String(t.clone()));
+                    m
+                }
+                (None, Some(_)) => {
+                    return Err(ApiError::field("/text", "invalid_type", "must be a string"));
+                }
+                (Some(_), Some(_)) => {
+                    return Err(ApiError::field(
+                        "/text",
+                        "not_allowed",
+                        "send either values or text",
+                    ));
+                }
+                (None, None) => {
+                    return Err(ApiError::field("/values", "required", "values is required"));
+                }
+            };
+            Ok(Action::Submit { form_id, values })
+        }
+        CONFIRMATION => {
+            unknown_fields(body, &["type", "confirmed"])?;
+            let yes = bool_field(body, "confirmed")?;
+            Ok(Action::Click {
+                block_id: spec.block_id.clone(),
+                action_id: if yes { "accept" } else { "decline" }.into(),
+                comment: None,
+            })
+        }
+        APPROVAL => {
+            unknown_fields(body, &["type", "approved", "comment"])?;
+            let yes = bool_field(body, "approved")?;
+            let comment = match body.get("comment") {
+                None | Some(Value::Null) => None,
+                Some(Value::String(c)) if !yes => Some(c.clone()),
+                Some(Value::String(_)) => {
+                    return Err(ApiError::field(
+                        "/comment",
+                        "not_allowed",
+                        "a comment goes with a decline",
+                    ));
+                }
+                Some(_) => {
+                    return Err(ApiError::field(
+                        "/comment",
+                        "invalid_type",
+                        "must be a string",
+                    ));
+                }
+            };
+            Ok(Action::Click {
+                block_id: spec.block_id.clone(),
+                action_id: if yes { "accept" } else { "decline" }.into(),
+                comment,
+            })
+        }
+        other => Err(mismatch(other)),
+    }
+}
+
+fn has_button(msg: &Message, block_id: &str, action_id: &str) -> bool {
+    msg.blocks.iter().any(|b| match b {
+        Block::Actions {
+            block_id: id,
+            elements,
+            ..
+        } => {
+            id == block_id
+                && elements
+                    .iter()
+                    .any(|e| e.action_id == action_id && !e.is_link())
+        }
+        _ => false,
+    })
+}
+
+fn form_fields(msg: &Message, form_id: &str) -> Vec<String> {
+    msg.blocks
+        .iter()
+        .find_map(|b| match b {
+            Block::Form {
+                form_id: id,
+                fields,
+                ..
+            } if id == form_id => Some(fields.iter().map(|f| f.name.clone()).collect()),
+            _ => None,
+        })
+        .unwrap_or_default()
+}
+
+fn form_has_checkbox(msg: &Message, form_id: &str, name: &str) -> bool {
+    msg.blocks.iter().any(|b| match b {
+        Block::Form {
+            form_id: id,
+            fields,
+            ..
+        } => {
+            id == form_id
+                && fields
+                    .iter()
+                    .any(|f| f.name == name && f.kind == FieldKind::Checkbox)
+        }
+        _ => false,
+    })
+}
+
+/// The block an action targets.
+pub fn action_block_id(msg: &Message, action: &Action) -> Option<String> {
+    match action {
+        Action::Click { block_id, .. } => Some(block_id.clone()),
+        Action::Submit { form_id, .. } => msg.blocks.iter().find_map(|b| match b {
+            Block::Form {
+                form_id: id,
+                block_id,
+                ..
+            } if id == form_id => Some(block_id.clone()),
+            _ => None,
+        }),
+    }
+}
+
+/// The interaction an action answers, among its message's interactions.
+pub fn pick<'a>(
+    list: &'a mut [Interaction],
+    msg: &Message,
+    action: &Action,
+) -> Option<&'a mut Interaction> {
+    let block = action_block_id(msg, action)?;
+    list.iter_mut().find(|i| covers(&i.spec, msg, &block))
+}
+
+/// Records an accepted answer on a pending interaction; an asked question
+/// is answered as a whole, so every block of its message turns off.
+pub fn settle(
+    inter: &mut Interaction,
+    msg: &mut Message,
+    action: &Action,
+    values: Option<&Map<String, Value>>,
+    now_ms: i64,
+) {
+    let mut response = response_of(&inter.kind, &inter.spec, action, values);
+    response["submitted_at"] = json!(crate::domain::time::rfc3339(now_ms));
+    inter.status = "answered".into();
+    inter.response = Some(response);
+    inter.answered_at = Some(now_ms);
+    inter.updated_at = now_ms;
+    if inter.spec.ask {
+        for b in &mut msg.blocks {
+            let s = b.state_mut();
+            if !s.disabled {
+                s.disabled = true;
+                s.reason = Some("used".into());
+            }
+        }
+    }
+}
+
+/// Ends a pending interaction: its blocks turn off with `reason`.
+pub fn close(inter: &mut Interaction, msg: &mut Message, status: &str, reason: &str, now_ms: i64) {
+    inter.status = status.into();
+    inter.updated_at = now_ms;
+    for b in &mut msg.blocks {
+        if inter.spec.ask || b.block_id() == inter.spec.block_id {
+            let s = b.state_mut();
+            if !s.disabled {
+                s.disabled = true;
+                s.reason = Some(reason.into());
+            }
+        }
+    }
+    msg.updated_at = crate::domain::time::rfc3339(now_ms);
+}
+
+/// Whether a reviewer may still answer: pending and before its deadline.
+pub fn not_pending() -> ApiError {
+    ApiError::new(
+        StatusCode::CONFLICT,
+        "interaction_not_pending",
+        "Interaction not pending",
+        "this interaction was already answered, expired or cancelled",
+    )
+}

@@ -1,0 +1,247 @@
+//! Interactions on SQLite: rows, and the one transaction step shared by a
+//! visitor's click and a reviewer's answer.
+
+use rusqlite::{Connection, OptionalExtension, params};
+use serde_json::Value;
+
+use super::{append_stream, backend, insert_event, load_message, message_json, save_message};
+use crate::domain::inbox::{self, Interaction, NewInteraction};
+use crate::domain::interact::{self, Action, Context};
+use crate::domain::model::{Message, Person};
+use crate::hub::ApiEvent;
+use crate::store::{Interacted, NewEvent, StoreError, StoreResult, StreamEvent};
+
+pub const COLS: &str = "id, chatbot_id, conversation_id, message_id, type, status, prompt, payload, spec, response, expires_at, created_at, updated_at, answered_at";
+
+fn json_col(s: String) -> rusqlite::Result<Value> {
+    serde_json::from_str(&s).map_err(|e| {
+        rusqlite::Error::FromSqlConversionFailure(0, rusqlite::types::Type::Text, Box::new(e))
+    })
+}
+
+pub fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Interaction> {
+    let spec: Value = json_col(r.get(8)?)?;
+    let response: Option<String> = r.get(9)?;
+    Ok(Interaction {
+        id: r.get(0)?,
+        chatbot_id: r.get(1)?,
+        conversation_id: r.get(2)?,
+        message_id: r.get(3)?,
+        kind: r.get(4)?,
+        status: r.get(5)?,
+        prompt: r.get(6)?,
+        payload: json_col(r.get(7)?)?,
+        spec: serde_json::from_value(spec).unwrap_or_default(),
+        response: response.map(json_col).transpose()?,
+        expires_at: r.get(10)?,
+        created_at: r.get(11)?,
+        updated_at: r.get(12)?,
+        answered_at: r.get(13)?,
+    })
+}
+
+pub fn insert(c: &Connection, i: &NewInteraction, now_ms: i64) -> StoreResult<()> {
+    if i.spec.ask {
+        let pending: Option<i64> = c
+            .query_row(
+                "SELECT 1 FROM interactions WHERE conversation_id = ?1 AND is_ask = 1 AND status = 'pending'
+                 AND (expires_at IS NULL OR expires_at > ?2) LIMIT 1",
+                params![i.conversation_id, now_ms],
+                |r| r.get(0),
+            )
+            .optional()
+            .map_err(backend)?;
+        if pending.is_some() {
+            return Err(StoreError::Api(crate::error::ApiError::new(
+                actix_web::http::StatusCode::CONFLICT,
+                "dialog_pending",
+                "Dialog pending",
+                "this conversation already has an unanswered question",
+            )));
+        }
+    }
+    c.prepare_cached(
+        "INSERT INTO interactions (id, chatbot_id, conversation_id, message_id, type, status, prompt, payload, spec, is_ask,
+                                   expires_at, created_at, updated_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, 'pending', ?6, ?7, ?8, ?9, ?10, ?11, ?11)",
+    )
+    .and_then(|mut s| {
+        s.execute(params![
+            i.id,
+            i.chatbot_id,
+            i.conversation_id,
+            i.message_id,
+            i.kind,
+            i.prompt,
+            i.payload.to_string(),
+            serde_json::to_string(&i.spec).unwrap_or_default(),
+            i.spec.ask as i64,
+            i.expires_at,
+            i.created_at
+        ])
+    })
+    .map_err(backend)?;
+    Ok(())
+}
+
+pub fn of_message(c: &Connection, message_id: &str) -> StoreResult<Vec<Interaction>> {
+    let mut s = c
+        .prepare_cached(&format!(
+            "SELECT {COLS} FROM interactions WHERE message_id = ?1"
+        ))
+        .map_err(backend)?;
+    s.query_map([message_id], row)
+        .and_then(|rows| rows.collect())
+        .map_err(backend)
+}
+
+pub fn by_id(c: &Connection, id: &str) -> StoreResult<Interaction> {
+    c.prepare_cached(&format!("SELECT {COLS} FROM interactions WHERE id = ?1"))
+        .and_then(|mut s| s.query_row([id], row).optional())
+        .map_err(backend)?
+        .ok_or(StoreError::NotFound)
+}
+
+pub fn save(c: &Connection, i: &Interaction) -> StoreResult<()> {
+    c.prepare_cached("UPDATE interactions SET status = ?2, response = ?3, updated_at = ?4, answered_at = ?5 WHERE id = ?1")
+        .and_then(|mut s| s.execute(params![i.id, i.status, i.response.as_ref().map(Value::to_string), i.updated_at, i.answered_at]))
+        .map_err(backend)?;
+    Ok(())
+}
+
+/// Everything one accepted action wrote, to announce after the commit.
+pub struct Effects {
+    pub out: Interacted,
+    pub stream: Vec<StreamEvent>,
+    pub api: Vec<ApiEvent>,
+    pub answered: Option<Interaction>,
+}
+
+/// Applies an action to a loaded message inside the current transaction:
+/// block state, interaction, event, stream entry — or nothing.
+#[allow(clippy::too_many_arguments)]
+pub fn apply(
+    c: &Connection,
+    mut msg: Message,
+    action: &Action,
+    user: &Person,
+    event_id: &str,
+    response_url: &str,
+    now_ms: i64,
+    interactive_window_ms: i64,
+) -> StoreResult<Effects> {
+    let (chatbot_id, retention_ms, conv_created, taken): (String, i64, i64, Option<String>) = c
+        .prepare_cached(
+            "SELECT v.chatbot_id, b.retention_ms, v.created_at, v.taken_over_by
+             FROM conversations v JOIN chatbots b ON b.id = v.chatbot_id WHERE v.id = ?1",
+        )
+        .and_then(|mut s| {
+            s.query_row([&msg.conversation_id], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+            })
+        })
+        .map_err(backend)?;
+    let mut interactions = of_message(c, &msg.id)?;
+    let inter = inbox::pick(&mut interactions, &msg, action);
+    let (allow_comment, require_one) = match &inter {
+        Some(i) => (
+            i.spec.allow_comment,
+            i.spec.multiple
+                && matches!(action, Action::Submit { form_id, .. } if Some(form_id) == i.spec.form_id.as_ref()),
+        ),
+        None => (false, false),
+    };
+    let ctx = Context {
+        now_ms,
+        interactive_window_ms,
+        retention_ms,
+        conversation_created_ms: conv_created,
+        taken_over: taken.is_some(),
+        chatbot_id: &chatbot_id,
+        user,
+        event_id,
+        response_url,
+        allow_comment,
+        require_one_checked: require_one,
+    };
+    let accepted = interact::apply(&mut msg, &ctx, action)?;
+    let mut api = Vec::new();
+    let mut answered = None;
+    if let Some(i) = inter {
+        if i.status == "pending" {
+            inbox::settle(i, &mut msg, action, accepted.values.as_ref(), now_ms);
+            save(c, i)?;
+            api.push(ApiEvent {
+                chatbot_id: chatbot_id.clone(),
+                interaction_id: i.id.clone(),
+                kind: "interaction.answered",
+                data: i.to_json(now_ms),
+            });
+            answered = Some(i.clone());
+        }
+    }
+    insert_event(
+        c,
+        &NewEvent {
+            id: event_id.to_string(),
+            chatbot_id,
+            conversation_id: msg.conversation_id.clone(),
+            event_type: accepted.event_type,
+            payload: accepted.payload,
+            created_at: now_ms,
+        },
+    )?;
+    save_message(c, &msg)?;
+    let entry = append_stream(
+        c,
+        &msg.conversation_id,
+        "message.updated",
+        message_json(&msg),
+    )?;
+    let typing = msg.typing_on_interaction;
+    Ok(Effects {
+        out: Interacted {
+            message: msg,
+            typing,
+        },
+        stream: vec![entry],
+        api,
+        answered,
+    })
+}
+
+/// Ends a pending interaction with `status`, turning its blocks off.
+pub fn close(
+    c: &Connection,
+    id: &str,
+    status: &str,
+    reason: &str,
+    now_ms: i64,
+) -> StoreResult<(Interaction, Vec<StreamEvent>, Vec<ApiEvent>)> {
+    let mut i = by_id(c, id)?;
+    if i.status != "pending" {
+        return Ok((i, Vec::new(), Vec::new()));
+    }
+    let mut msg = load_message(c, &i.message_id)?;
+    inbox::close(&mut i, &mut msg, status, reason, now_ms);
+    save(c, &i)?;
+    save_message(c, &msg)?;
+    let entry = append_stream(
+        c,
+        &msg.conversation_id,
+        "message.updated",
+        message_json(&msg),
+    )?;
+    let kind = if status == "expired" {
+        "interaction.expired"
+    } else {
+        "interaction.cancelled"
+    };
+    let api = vec![ApiEvent {
+        chatbot_id: i.chatbot_id.clone(),
+        interaction_id: i.id.clone(),
+        kind,
+        data: i.to_json(now_ms),
+    }];
+    Ok((i, vec![entry], api))
+}
