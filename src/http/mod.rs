@@ -88,6 +88,13 @@ pub fn app(
         .split_for_parts();
     let api = web::Data::new(with_info(api));
     app.app_data(api)
+        .app_data(web::QueryConfig::default().error_handler(|e, _| {
+            crate::error::ApiError::field("", "invalid_query", e.to_string()).into()
+        }))
+        .app_data(
+            web::PathConfig::default()
+                .error_handler(|_, _| crate::error::ApiError::not_found().into()),
+        )
         .route("/openapi.json", web::get().to(ops::openapi_json))
         .default_service(web::to(ops::not_found))
 }

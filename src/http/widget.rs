@@ -116,7 +116,7 @@ fn own(v: &Visitor, cid: &str) -> ApiResult<()> {
 }
 
 /// Messages of the visitor's conversation, newest first.
-#[utoipa::path(tag = "widget", params(PageQuery), responses((status = 200, description = "Collection of messages")))]
+#[utoipa::path(tag = "widget", params(PageQuery), responses((status = 200, description = "Collection of messages")), security(("visitor_token" = [])))]
 #[get("/widget/v1/conversations/{cid}/messages")]
 async fn list_messages(
     v: Visitor,
@@ -137,7 +137,7 @@ async fn list_messages(
 }
 
 /// A visitor's message; emits `message.received`.
-#[utoipa::path(tag = "widget", request_body = Object, responses((status = 201, description = "The message"), (status = 422, description = "validation_failed")))]
+#[utoipa::path(tag = "widget", request_body = Object, responses((status = 201, description = "The message"), (status = 422, description = "validation_failed")), security(("visitor_token" = [])))]
 #[post("/widget/v1/conversations/{cid}/messages")]
 async fn post_message(
     v: Visitor,
@@ -292,7 +292,7 @@ fn string_key(body: &Map<String, Value>, key: &str, errors: &mut Vec<FieldError>
     (status = 409, description = "block_disabled"),
     (status = 410, description = "interaction_closed"),
     (status = 422, description = "link_button or validation_failed"),
-    (status = 404, description = "not_found")))]
+    (status = 404, description = "not_found")), security(("visitor_token" = [])))]
 #[post("/widget/v1/messages/{mid}/clicks")]
 async fn click(
     v: Visitor,
@@ -362,7 +362,7 @@ async fn click(
     (status = 409, description = "block_disabled"),
     (status = 410, description = "interaction_closed"),
     (status = 422, description = "validation_failed, one entry per bad field"),
-    (status = 404, description = "not_found")))]
+    (status = 404, description = "not_found")), security(("visitor_token" = [])))]
 #[post("/widget/v1/messages/{mid}/forms/{form_id}")]
 async fn submit_form(
     v: Visitor,
