@@ -220,14 +220,14 @@ pub fn normalize_and_check(blocks: &mut [Block], base: &str) -> Vec<FieldError> 
                         ));
                     }
                     names.push(&f.name);
-                    if let (Some(min), Some(max)) = (f.min, f.max) {
-                        if min > max {
-                            errors.push(FieldError::new(
-                                format!("{at}/max"),
-                                "min_greater_than_max",
-                                "max must be greater than or equal to min",
-                            ));
-                        }
+                    if let (Some(min), Some(max)) = (f.min, f.max)
+                        && min > max
+                    {
+                        errors.push(FieldError::new(
+                            format!("{at}/max"),
+                            "min_greater_than_max",
+                            "max must be greater than or equal to min",
+                        ));
                     }
                     match (f.kind, &f.options) {
                         (FieldKind::Select, None) => errors.push(FieldError::new(

@@ -50,12 +50,12 @@ pub fn from_json(v: &serde_json::Value) -> Result<Duration, String> {
 /// Formats a duration in the largest whole unit: `"90d"`, `"2h"`, `"90s"`, `"500ms"`.
 pub fn format(d: Duration) -> String {
     let ms = d.as_millis();
-    if ms % 1000 != 0 {
+    if !ms.is_multiple_of(1000) {
         return format!("{ms}ms");
     }
     let s = ms / 1000;
     for (unit, size) in [("d", 86400), ("h", 3600), ("m", 60)] {
-        if s >= size && s % size == 0 {
+        if s >= size && s.is_multiple_of(size) {
             return format!("{}{unit}", s / size);
         }
     }

@@ -38,10 +38,10 @@ impl Chatbot {
     /// previous one during its grace period.
     pub fn live_secrets(&self, now_ms: i64) -> Vec<&str> {
         let mut v = vec![self.signing_secret.as_str()];
-        if let Some((prev, until)) = &self.previous_secret {
-            if *until > now_ms {
-                v.push(prev);
-            }
+        if let Some((prev, until)) = &self.previous_secret
+            && *until > now_ms
+        {
+            v.push(prev);
         }
         v
     }

@@ -67,15 +67,15 @@ fn typed(field: &Field, raw: Option<&Value>) -> Result<Value, Fail> {
                 return Ok(Value::String(String::new()));
             }
             let len = s.chars().count() as f64;
-            if let Some(min) = field.min {
-                if len < min {
-                    return Err(("too_short", format!("must be at least {min} characters")));
-                }
+            if let Some(min) = field.min
+                && len < min
+            {
+                return Err(("too_short", format!("must be at least {min} characters")));
             }
-            if let Some(max) = field.max {
-                if len > max {
-                    return Err(("too_long", format!("must be at most {max} characters")));
-                }
+            if let Some(max) = field.max
+                && len > max
+            {
+                return Err(("too_long", format!("must be at most {max} characters")));
             }
             if field.kind == FieldKind::Email && !is_email(s) {
                 return Err(("invalid_email", "must be an email address".into()));
@@ -100,15 +100,15 @@ fn typed(field: &Field, raw: Option<&Value>) -> Result<Value, Fail> {
                 return Ok(Value::Null);
             };
             let f = n.as_f64().unwrap_or(f64::NAN);
-            if let Some(min) = field.min {
-                if f < min {
-                    return Err(("too_small", format!("must be at least {min}")));
-                }
+            if let Some(min) = field.min
+                && f < min
+            {
+                return Err(("too_small", format!("must be at least {min}")));
             }
-            if let Some(max) = field.max {
-                if f > max {
-                    return Err(("too_large", format!("must be at most {max}")));
-                }
+            if let Some(max) = field.max
+                && f > max
+            {
+                return Err(("too_large", format!("must be at most {max}")));
             }
             Ok(Value::Number(n))
         }

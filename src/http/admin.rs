@@ -98,14 +98,16 @@ fn unknown_keys(body: &Value, allowed: &[&str], errors: &mut Vec<FieldError>) {
 }
 
 async fn check_webhook(st: &AppState, url: &str, errors: &mut Vec<FieldError>) {
-    if let Err(r) = ssrf::check(url, st.config.allow_private_webhooks).await {
-        let code = match r {
-            ssrf::Refusal::Private(_) => "private_address",
-            ssrf::Refusal::Invalid(_) => "invalid_url",
-            ssrf::Refusal::Unresolvable(_) => "unresolvable_host",
-        };
-        errors.push(FieldError::new("/webhook_url", code, r.to_string()));
-    }
+    // A host that does not resolve now may resolve later: it is checked
+    // again at every send, so only invalid and private URLs are refused here.
+    let code = match ssrf::check(url, st.config.allow_private_webhooks).await {
+        Ok(_) | Err(ssrf::Refusal::Unresolvable(_)) => return,
+        Err(ssrf::Refusal::Private(ip)) => {
+            ("private_address", format!("{ip} is not a public address"))
+        }
+        Err(ssrf::Refusal::Invalid(m)) => ("invalid_url", m),
+    };
+    errors.push(FieldError::new("/webhook_url", code.0, code.1));
 }
 
 /// Create a chatbot. The API key is shown only in this answer.

@@ -155,14 +155,14 @@ async fn list_events(
     q: web::Query<EventsQuery>,
 ) -> ApiResult<HttpResponse> {
     let q = q.into_inner();
-    if let Some(s) = &q.status {
-        if !["pending", "succeeded", "failed", "dead"].contains(&s.as_str()) {
-            return Err(ApiError::field(
-                "/status",
-                "invalid_value",
-                "status is pending, succeeded, failed or dead",
-            ));
-        }
+    if let Some(s) = &q.status
+        && !["pending", "succeeded", "failed", "dead"].contains(&s.as_str())
+    {
+        return Err(ApiError::field(
+            "/status",
+            "invalid_value",
+            "status is pending, succeeded, failed or dead",
+        ));
     }
     let (limit, cursor) = PageQuery {
         limit: q.limit,

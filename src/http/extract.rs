@@ -101,13 +101,16 @@ impl FromRequest for JsonBody {
     }
 }
 
+/// The credential of `Authorization: Bearer …` (the scheme is
+/// case-insensitive, RFC 9110 §11.1).
 fn bearer(req: &HttpRequest) -> Option<&str> {
-    req.headers()
+    let value = req
+        .headers()
         .get(actix_web::http::header::AUTHORIZATION)?
         .to_str()
-        .ok()?
-        .strip_prefix("Bearer ")
-        .map(str::trim)
+        .ok()?;
+    let (scheme, token) = value.split_once(' ')?;
+    scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
 }
 
 fn state(req: &HttpRequest) -> Result<web::Data<AppState>, ApiError> {

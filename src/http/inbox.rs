@@ -41,14 +41,14 @@ async fn list_interactions(
     q: web::Query<InteractionsQuery>,
 ) -> ApiResult<HttpResponse> {
     let q = q.into_inner();
-    if let Some(s) = &q.status {
-        if !["pending", "answered", "expired", "cancelled"].contains(&s.as_str()) {
-            return Err(ApiError::field(
-                "/status",
-                "invalid_value",
-                "status is pending, answered, expired or cancelled",
-            ));
-        }
+    if let Some(s) = &q.status
+        && !["pending", "answered", "expired", "cancelled"].contains(&s.as_str())
+    {
+        return Err(ApiError::field(
+            "/status",
+            "invalid_value",
+            "status is pending, answered, expired or cancelled",
+        ));
     }
     let (limit, cursor) = PageQuery {
         limit: q.limit,

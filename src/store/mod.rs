@@ -94,7 +94,7 @@ pub struct AnswerRequest {
 }
 
 pub enum AnswerOutcome {
-    Answered(Interaction),
+    Answered(Box<Interaction>),
     /// The idempotency key was used before with the same body: the first result.
     Repeated(Value),
 }
@@ -191,10 +191,12 @@ pub struct ReplyRequest {
 
 #[derive(Debug, Clone)]
 pub enum Reply {
+    /// Replace the original in place; `None` keeps what it had.
     Replace {
         text: Option<String>,
         blocks: Vec<crate::domain::blocks::Block>,
         metadata: Option<Value>,
+        typing_on_interaction: Option<bool>,
     },
     Post(Message),
     Delete,

@@ -709,7 +709,7 @@ impl Store for PostgresStore {
             self.hub.publish(fx.stream);
             self.hub.publish_api(fx.api);
             self.hub.new_events.notify_one();
-            Ok(AnswerOutcome::Answered(answered))
+            Ok(AnswerOutcome::Answered(Box::new(answered)))
         })
     }
 
@@ -770,12 +770,16 @@ impl Store for PostgresStore {
                     text,
                     blocks,
                     metadata,
+                    typing_on_interaction,
                 } => {
                     let mut m = load_message_for_update(&mut tx, &req.message_id).await?;
                     m.text = text;
                     m.blocks = blocks;
                     if let Some(md) = metadata {
                         m.metadata = md;
+                    }
+                    if let Some(t) = typing_on_interaction {
+                        m.typing_on_interaction = t;
                     }
                     m.updated_at = now;
                     save_message(&mut tx, &m).await?;

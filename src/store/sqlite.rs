@@ -46,10 +46,10 @@ fn open(path: &str) -> rusqlite::Result<Connection> {
 impl SqliteStore {
     /// Opens (creating if needed) the database at `path` and runs migrations.
     pub fn open(path: &str, hub: Arc<Hub>) -> StoreResult<Self> {
-        if let Some(parent) = Path::new(path).parent() {
-            if !parent.as_os_str().is_empty() {
-                std::fs::create_dir_all(parent).map_err(backend)?;
-            }
+        if let Some(parent) = Path::new(path).parent()
+            && !parent.as_os_str().is_empty()
+        {
+            std::fs::create_dir_all(parent).map_err(backend)?;
         }
         let conn = open(path).map_err(backend)?;
         let version: i64 = conn
@@ -695,7 +695,7 @@ impl Store for SqliteStore {
                         params![req.interaction_id, req.idempotency_key, req.body_hash, answered.to_json(req.now_ms).to_string()],
                     )
                     .map_err(backend)?;
-                    Ok((AnswerOutcome::Answered(answered), fx.stream, fx.api))
+                    Ok((AnswerOutcome::Answered(Box::new(answered)), fx.stream, fx.api))
                 })
                 .await?;
             hub.publish(stream);
@@ -754,12 +754,15 @@ impl Store for SqliteStore {
                     let now = crate::domain::time::rfc3339(req.now_ms);
                     let mut entries = Vec::new();
                     let result_msg = match req.reply {
-                        Reply::Replace { text, blocks, metadata } => {
+                        Reply::Replace { text, blocks, metadata, typing_on_interaction } => {
                             let mut m = load_message(c, &req.message_id)?;
                             m.text = text;
                             m.blocks = blocks;
                             if let Some(md) = metadata {
                                 m.metadata = md;
+                            }
+                            if let Some(t) = typing_on_interaction {
+                                m.typing_on_interaction = t;
                             }
                             m.updated_at = now;
                             save_message(c, &m)?;

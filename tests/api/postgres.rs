@@ -22,10 +22,16 @@ async fn click_is_delivered_signed_with_the_exact_payload() {
     let r = app.click(&conv, mid, "b1", "approve").await;
     assert_eq!(r.status(), 200);
     let body: Value = r.json().await.unwrap();
-    assert_eq!(body["message"]["blocks"][0]["state"], json!({"disabled": true, "reason": "used", "chosen_action_id": "approve"}));
+    assert_eq!(
+        body["message"]["blocks"][0]["state"],
+        json!({"disabled": true, "reason": "used", "chosen_action_id": "approve"})
+    );
 
     let got = rx.take(1, WAIT).await.remove(0);
-    assert!(verify_signature(&bot.signing_secret, &got), "signature must verify");
+    assert!(
+        verify_signature(&bot.signing_secret, &got),
+        "signature must verify"
+    );
     let ev = got.json();
     assert_eq!(ev["type"], "interaction.button_clicked");
     assert_eq!(ev["value"], "req_991");
@@ -34,7 +40,9 @@ async fn click_is_delivered_signed_with_the_exact_payload() {
     assert_eq!(got.header("webhook-id"), ev["event_id"].as_str());
     assert_eq!(got.header("x-myaichatbot-attempt"), Some("1"));
     let e = app
-        .wait_event(&bot, ev["event_id"].as_str().unwrap(), WAIT, |e| e["status"] == "succeeded")
+        .wait_event(&bot, ev["event_id"].as_str().unwrap(), WAIT, |e| {
+            e["status"] == "succeeded"
+        })
         .await;
     assert_eq!(e["status"], "succeeded");
 }
@@ -90,23 +98,54 @@ async fn a_bad_form_stores_nothing_and_a_good_one_is_typed() {
         )
         .await;
     let mid = msg["id"].as_str().unwrap();
-    let r = app.submit(&conv, mid, "callback", json!({"email": "nope", "team_size": "11"})).await;
+    let r = app
+        .submit(
+            &conv,
+            mid,
+            "callback",
+            json!({"email": "nope", "team_size": "11"}),
+        )
+        .await;
     assert_eq!(r.status(), 422);
     let p: Value = r.json().await.unwrap();
     let fields: HashSet<(String, String)> = p["errors"]
         .as_array()
         .unwrap()
         .iter()
-        .map(|e| (e["field"].as_str().unwrap().to_string(), e["code"].as_str().unwrap().to_string()))
+        .map(|e| {
+            (
+                e["field"].as_str().unwrap().to_string(),
+                e["code"].as_str().unwrap().to_string(),
+            )
+        })
         .collect();
-    assert!(fields.contains(&("/values/email".into(), "invalid_email".into())), "{fields:?}");
-    assert!(fields.contains(&("/values/team_size".into(), "too_large".into())), "{fields:?}");
-    assert!(app.events(&bot).await.is_empty(), "nothing stored after a 422");
+    assert!(
+        fields.contains(&("/values/email".into(), "invalid_email".into())),
+        "{fields:?}"
+    );
+    assert!(
+        fields.contains(&("/values/team_size".into(), "too_large".into())),
+        "{fields:?}"
+    );
+    assert!(
+        app.events(&bot).await.is_empty(),
+        "nothing stored after a 422"
+    );
 
-    let r = app.submit(&conv, mid, "callback", json!({"email": "a@b.co", "team_size": "7", "consent": "on"})).await;
+    let r = app
+        .submit(
+            &conv,
+            mid,
+            "callback",
+            json!({"email": "a@b.co", "team_size": "7", "consent": "on"}),
+        )
+        .await;
     assert_eq!(r.status(), 200);
     let ev = rx.take(1, WAIT).await.remove(0).json();
-    assert_eq!(ev["values"], json!({"email": "a@b.co", "team_size": 7, "consent": true}));
+    assert_eq!(
+        ev["values"],
+        json!({"email": "a@b.co", "team_size": 7, "consent": true})
+    );
 }
 
 #[actix_web::test]
@@ -121,12 +160,19 @@ async fn retries_send_identical_bytes_and_keep_conversation_order() {
     assert_eq!(app.click(&conv, mid, "b1", "deny").await.status(), 200);
 
     let got = rx.take(4, WAIT).await;
-    let attempts: Vec<_> = got.iter().map(|r| r.header("x-myaichatbot-attempt").unwrap().to_string()).collect();
+    let attempts: Vec<_> = got
+        .iter()
+        .map(|r| r.header("x-myaichatbot-attempt").unwrap().to_string())
+        .collect();
     assert_eq!(attempts, ["1", "2", "3", "1"]);
     assert_eq!(got[0].body, got[1].body);
     assert_eq!(got[1].body, got[2].body);
     assert_eq!(got[2].json()["action_id"], "approve");
-    assert_eq!(got[3].json()["action_id"], "deny", "the second click waits for the first");
+    assert_eq!(
+        got[3].json()["action_id"],
+        "deny",
+        "the second click waits for the first"
+    );
 }
 
 #[actix_web::test]
@@ -136,13 +182,26 @@ async fn dead_delivery_is_redelivered_with_the_same_event_id() {
     let bot = app.create_bot(&rx.url).await;
     let conv = app.create_conv(&bot).await;
     let msg = app.buttons(&bot, &conv, true).await;
-    assert_eq!(app.click(&conv, msg["id"].as_str().unwrap(), "b1", "approve").await.status(), 200);
+    assert_eq!(
+        app.click(&conv, msg["id"].as_str().unwrap(), "b1", "approve")
+            .await
+            .status(),
+        200
+    );
     let first = rx.take(2, WAIT).await;
     let id = first[0].header("webhook-id").unwrap().to_string();
-    let e = app.wait_event(&bot, &id, WAIT, |e| e["status"] == "dead").await;
+    let e = app
+        .wait_event(&bot, &id, WAIT, |e| e["status"] == "dead")
+        .await;
     assert_eq!(e["status"], "dead");
 
-    let r = app.post(&format!("/api/v1/events/{id}/redeliver"), &bot.api_key, &json!({})).await;
+    let r = app
+        .post(
+            &format!("/api/v1/events/{id}/redeliver"),
+            &bot.api_key,
+            &json!({}),
+        )
+        .await;
     assert_eq!(r.status(), 202);
     let again = rx.take(1, WAIT).await.remove(0);
     assert_eq!(again.header("webhook-id"), Some(id.as_str()));
@@ -161,7 +220,13 @@ async fn response_url_replaces_the_message() {
     app.click(&conv, mid, "b1", "approve").await;
     let ev = rx.take(1, WAIT).await.remove(0).json();
     let url = ev["response_url"].as_str().unwrap();
-    let r = app.client.post(url).json(&json!({"text": "Approved."})).send().await.unwrap();
+    let r = app
+        .client
+        .post(url)
+        .json(&json!({"text": "Approved."}))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(r.status(), 200);
     let v: Value = r.json().await.unwrap();
     assert_eq!(v["message"]["id"], mid);
@@ -192,7 +257,10 @@ async fn two_instances_share_the_queue() {
         }
     }
     let got = rx.take(20, WAIT).await;
-    let ids: HashSet<_> = got.iter().map(|r| r.header("webhook-id").unwrap().to_string()).collect();
+    let ids: HashSet<_> = got
+        .iter()
+        .map(|r| r.header("webhook-id").unwrap().to_string())
+        .collect();
     assert_eq!(ids.len(), 20, "every event exactly once here");
     for (c, _) in &convs {
         let actions: Vec<_> = got

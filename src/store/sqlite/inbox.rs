@@ -167,18 +167,18 @@ pub fn apply(
     let accepted = interact::apply(&mut msg, &ctx, action)?;
     let mut api = Vec::new();
     let mut answered = None;
-    if let Some(i) = inter {
-        if i.status == "pending" {
-            inbox::settle(i, &mut msg, action, accepted.values.as_ref(), now_ms);
-            save(c, i)?;
-            api.push(ApiEvent {
-                chatbot_id: chatbot_id.clone(),
-                interaction_id: i.id.clone(),
-                kind: "interaction.answered",
-                data: i.to_json(now_ms),
-            });
-            answered = Some(i.clone());
-        }
+    if let Some(i) = inter
+        && i.status == "pending"
+    {
+        inbox::settle(i, &mut msg, action, accepted.values.as_ref(), now_ms);
+        save(c, i)?;
+        api.push(ApiEvent {
+            chatbot_id: chatbot_id.clone(),
+            interaction_id: i.id.clone(),
+            kind: "interaction.answered",
+            data: i.to_json(now_ms),
+        });
+        answered = Some(i.clone());
     }
     insert_event(
         c,
