@@ -19,6 +19,9 @@ pub struct Hub {
     pub stream: broadcast::Sender<StreamEvent>,
     pub api: broadcast::Sender<ApiEvent>,
     pub new_events: Notify,
+    /// Conversations showing `typing`, with the message clicked (this
+    /// instance's view; a 30 s timeout ends typing everywhere).
+    pub typing: parking_lot::Mutex<std::collections::HashMap<String, String>>,
 }
 
 impl Hub {
@@ -29,6 +32,7 @@ impl Hub {
             stream,
             api,
             new_events: Notify::new(),
+            typing: Default::default(),
         }
     }
 

@@ -35,6 +35,9 @@ pub struct Spec {
     /// Raised by `ask`: one per conversation at a time, answered as a whole.
     #[serde(default)]
     pub ask: bool,
+    /// Set when a reply removed the block: clicks on it answer 410 with this.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub closed_reason: Option<String>,
 }
 
 /// An interaction to store with its message.
@@ -604,4 +607,69 @@ pub fn not_pending() -> ApiError {
         "Interaction not pending",
         "this interaction was already answered, expired or cancelled",
     )
+}
+
+/// Whether an interaction is about the block an action names (which may no
+/// longer be in the message).
+pub fn names(spec: &Spec, action: &Action) -> bool {
+    match action {
+        Action::Click { block_id, .. } => &spec.block_id == block_id,
+        Action::Submit { form_id, .. } => {
+            spec.form_id.as_ref() == Some(form_id) || spec.custom_form_id.as_ref() == Some(form_id)
+        }
+    }
+}
+
+/// A click on a block a reply removed: 410 `interaction_closed`, `replaced`.
+pub fn replaced_block(list: &[Interaction], msg: &Message, action: &Action) -> Option<ApiError> {
+    if action_block_id(msg, action).is_some_and(|b| msg.blocks.iter().any(|x| x.block_id() == b)) {
+        return None;
+    }
+    list.iter()
+        .find(|i| names(&i.spec, action) && i.spec.closed_reason.is_some())
+        .map(|i| {
+            ApiError::new(
+                StatusCode::GONE,
+                "interaction_closed",
+                "Interaction closed",
+                i.spec
+                    .closed_reason
+                    .clone()
+                    .unwrap_or_else(|| "replaced".into()),
+            )
+        })
+}
+
+/// After a reply replaced a message's blocks: interactions of removed
+/// blocks close (`replaced`), new interactive blocks get interactions.
+/// Returns the interactions to update and the ones to create.
+pub fn after_replace(
+    existing: &[Interaction],
+    msg: &Message,
+    chatbot_id: &str,
+    expires_at: Option<i64>,
+    now_ms: i64,
+) -> (Vec<Interaction>, Vec<NewInteraction>) {
+    let present = |block_id: &str| msg.blocks.iter().any(|b| b.block_id() == block_id);
+    let mut changed = Vec::new();
+    for i in existing {
+        if i.spec.closed_reason.is_none() && !present(&i.spec.block_id) {
+            let mut i = i.clone();
+            i.spec.closed_reason = Some("replaced".into());
+            if i.status == "pending" {
+                i.status = "cancelled".into();
+            }
+            i.updated_at = now_ms;
+            changed.push(i);
+        }
+    }
+    let fresh = from_message(msg, chatbot_id, expires_at)
+        .into_iter()
+        .filter(|n| {
+            !existing
+                .iter()
+                .any(|i| i.spec.block_id == n.spec.block_id && i.spec.closed_reason.is_none())
+        })
+        .collect();
+    (changed, fresh)
 }

@@ -48,6 +48,7 @@ async fn post_message(
     st.store
         .insert_message(msg.clone(), None, interactions)
         .await?;
+    super::responses::stop_typing_if_shown(&st, &conv.id).await;
     Ok(HttpResponse::Created().json(msg))
 }
 

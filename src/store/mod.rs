@@ -186,6 +186,8 @@ pub struct ReplyRequest {
     pub idempotency_key: Option<String>,
     pub max_uses: u32,
     pub now_ms: i64,
+    /// For the interactions of blocks a reply adds.
+    pub interactive_window_ms: i64,
     pub reply: Reply,
 }
 

@@ -163,6 +163,10 @@ async fn append_stream(
     kind: &str,
     data: String,
 ) -> StoreResult<StreamEvent> {
+    // One writer per conversation at a time, so its entries commit in the
+    // order of their sequence numbers: a stream reading past the last one it
+    // sent never skips one committed later with a smaller number.
+    lock_conversation(tx, conversation_id).await?;
     let seq: i64 = sqlx::query_scalar(
         "INSERT INTO stream_events (conversation_id, kind, data) VALUES ($1, $2, $3) RETURNING seq",
     )
@@ -765,6 +769,7 @@ impl Store for PostgresStore {
             }
             let now = crate::domain::time::rfc3339(req.now_ms);
             let mut entries = Vec::new();
+            let api;
             let result_msg = match req.reply {
                 Reply::Replace {
                     text,
@@ -783,6 +788,14 @@ impl Store for PostgresStore {
                     }
                     m.updated_at = now;
                     save_message(&mut tx, &m).await?;
+                    api = inbox::after_reply(
+                        &mut tx,
+                        &m,
+                        false,
+                        req.interactive_window_ms,
+                        req.now_ms,
+                    )
+                    .await?;
                     entries.push(
                         append_stream(
                             &mut tx,
@@ -796,6 +809,14 @@ impl Store for PostgresStore {
                 }
                 Reply::Post(m) => {
                     insert_message(&mut tx, &m).await?;
+                    api = inbox::after_reply(
+                        &mut tx,
+                        &m,
+                        false,
+                        req.interactive_window_ms,
+                        req.now_ms,
+                    )
+                    .await?;
                     entries.push(
                         append_stream(
                             &mut tx,
@@ -814,6 +835,14 @@ impl Store for PostgresStore {
                         .execute(&mut *tx)
                         .await
                         .map_err(backend)?;
+                    api = inbox::after_reply(
+                        &mut tx,
+                        &m,
+                        true,
+                        req.interactive_window_ms,
+                        req.now_ms,
+                    )
+                    .await?;
                     let data = serde_json::json!({"message_id": m.id}).to_string();
                     entries.push(
                         append_stream(&mut tx, &m.conversation_id, "message.deleted", data).await?,
@@ -840,6 +869,7 @@ impl Store for PostgresStore {
             }
             tx.commit().await.map_err(backend)?;
             self.hub.publish(entries);
+            self.hub.publish_api(api);
             Ok(ReplyOutcome::Applied(result))
         })
     }

@@ -727,7 +727,7 @@ impl Store for SqliteStore {
     fn reply(&self, req: ReplyRequest) -> BoxFut<'_, StoreResult<ReplyOutcome>> {
         let hub = self.hub.clone();
         Box::pin(async move {
-            let (outcome, entries) = self
+            let (outcome, entries, api) = self
                 .write(move |c| {
                     if let Some(key) = &req.idempotency_key {
                         let prior: Option<String> = c
@@ -740,7 +740,7 @@ impl Store for SqliteStore {
                             .map_err(backend)?;
                         if let Some(p) = prior {
                             let v = serde_json::from_str(&p).map_err(backend)?;
-                            return Ok((ReplyOutcome::Repeated(v), Vec::new()));
+                            return Ok((ReplyOutcome::Repeated(v), Vec::new(), Vec::new()));
                         }
                     }
                     let uses: i64 = c
@@ -749,10 +749,12 @@ impl Store for SqliteStore {
                         .map_err(backend)?
                         .unwrap_or(0);
                     if uses >= req.max_uses as i64 {
-                        return Ok((ReplyOutcome::UsedUp, Vec::new()));
+                        return Ok((ReplyOutcome::UsedUp, Vec::new(), Vec::new()));
                     }
                     let now = crate::domain::time::rfc3339(req.now_ms);
                     let mut entries = Vec::new();
+                    let window = req.interactive_window_ms;
+                    let api;
                     let result_msg = match req.reply {
                         Reply::Replace { text, blocks, metadata, typing_on_interaction } => {
                             let mut m = load_message(c, &req.message_id)?;
@@ -766,17 +768,20 @@ impl Store for SqliteStore {
                             }
                             m.updated_at = now;
                             save_message(c, &m)?;
+                            api = inbox::after_reply(c, &m, false, window, req.now_ms)?;
                             entries.push(append_stream(c, &m.conversation_id, "message.updated", message_json(&m))?);
                             m
                         }
                         Reply::Post(m) => {
                             insert_message(c, &m)?;
+                            api = inbox::after_reply(c, &m, false, window, req.now_ms)?;
                             entries.push(append_stream(c, &m.conversation_id, "message.created", message_json(&m))?);
                             m
                         }
                         Reply::Delete => {
                             let m = load_message(c, &req.message_id)?;
                             c.execute("UPDATE messages SET deleted = 1 WHERE id = ?1", [&m.id]).map_err(backend)?;
+                            api = inbox::after_reply(c, &m, true, window, req.now_ms)?;
                             entries.push(append_stream(
                                 c,
                                 &m.conversation_id,
@@ -800,10 +805,11 @@ impl Store for SqliteStore {
                         )
                         .map_err(backend)?;
                     }
-                    Ok((ReplyOutcome::Applied(result), entries))
+                    Ok((ReplyOutcome::Applied(result), entries, api))
                 })
                 .await?;
             hub.publish(entries);
+            hub.publish_api(api);
             Ok(outcome)
         })
     }

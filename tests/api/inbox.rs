@@ -665,3 +665,61 @@ async fn the_cli_prints_the_answer_and_exits_by_outcome() {
         .unwrap();
     assert_eq!(child.status.code(), Some(69));
 }
+
+#[actix_web::test]
+async fn a_reply_that_replaces_blocks_closes_the_old_and_opens_the_new() {
+    let app = spawn_app().await;
+    let mut rx = Receiver::start().await;
+    let bot = app.create_bot(&rx.url).await;
+    let conv = app.create_conv(&bot).await;
+    let msg = app.buttons(&bot, &conv, false).await;
+    let mid = msg["id"].as_str().unwrap();
+    let old = pending(&app, &bot, &conv).await[0]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_eq!(app.click(&conv, mid, "b1", "approve").await.status(), 200);
+    let url = rx.take(1, WAIT).await[0].json()["response_url"]
+        .as_str()
+        .unwrap()
+        .to_string();
+
+    let r = app
+        .client
+        .post(&url)
+        .json(&json!({"text": "Pick a slot", "blocks": [{"type": "actions", "block_id": "slots", "elements": [
+            {"type": "button", "action_id": "am", "label": "Morning"}]}]}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+
+    // The removed group answers 410 `replaced`; its interaction is closed.
+    let r = app.click(&conv, mid, "b1", "deny").await;
+    assert_eq!(r.status(), 410);
+    assert_eq!(r.json::<Value>().await.unwrap()["detail"], "replaced");
+    let i: Value = app
+        .get(&format!("/api/v1/interactions/{old}"), &bot.api_key)
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_ne!(i["status"], "pending");
+
+    // The new group is an interaction of its own, and works.
+    let now = pending(&app, &bot, &conv).await;
+    assert_eq!(now.len(), 1);
+    assert_eq!(now[0]["block_id"], "slots");
+    assert_eq!(app.click(&conv, mid, "slots", "am").await.status(), 200);
+
+    // Deleting the message cancels what is still pending.
+    let r = app
+        .client
+        .post(&url)
+        .json(&json!({"delete_original": true}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    assert!(pending(&app, &bot, &conv).await.is_empty());
+}

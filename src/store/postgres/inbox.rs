@@ -109,15 +109,18 @@ pub async fn by_id(tx: &mut Tx<'_>, id: &str) -> StoreResult<Interaction> {
 }
 
 pub async fn save(tx: &mut Tx<'_>, i: &Interaction) -> StoreResult<()> {
-    sqlx::query("UPDATE interactions SET status = $2, response = $3, updated_at = $4, answered_at = $5 WHERE id = $1")
-        .bind(&i.id)
-        .bind(&i.status)
-        .bind(i.response.as_ref().map(Value::to_string))
-        .bind(i.updated_at)
-        .bind(i.answered_at)
-        .execute(&mut **tx)
-        .await
-        .map_err(backend)?;
+    sqlx::query(
+        "UPDATE interactions SET status = $2, response = $3, updated_at = $4, answered_at = $5, spec = $6 WHERE id = $1",
+    )
+    .bind(&i.id)
+    .bind(&i.status)
+    .bind(i.response.as_ref().map(Value::to_string))
+    .bind(i.updated_at)
+    .bind(i.answered_at)
+    .bind(serde_json::to_string(&i.spec).unwrap_or_default())
+    .execute(&mut **tx)
+    .await
+    .map_err(backend)?;
     Ok(())
 }
 
@@ -151,6 +154,9 @@ pub async fn apply(
     let chatbot_id: String = row.try_get(0).map_err(backend)?;
     let taken: Option<String> = row.try_get(3).map_err(backend)?;
     let mut interactions = of_message(tx, &msg.id).await?;
+    if let Some(e) = inbox::replaced_block(&interactions, &msg, action) {
+        return Err(StoreError::Api(e));
+    }
     let inter = inbox::pick(&mut interactions, &msg, action);
     let (allow_comment, require_one) = match &inter {
         Some(i) => (
@@ -260,4 +266,65 @@ pub async fn close(
         data: i.to_json(now_ms),
     }];
     Ok((i, vec![entry], api))
+}
+
+/// Keeps the inbox in step with a reply (see the SQLite store).
+pub async fn after_reply(
+    tx: &mut Tx<'_>,
+    msg: &Message,
+    deleted: bool,
+    window_ms: i64,
+    now_ms: i64,
+) -> StoreResult<Vec<ApiEvent>> {
+    let chatbot_id: String =
+        sqlx::query_scalar("SELECT chatbot_id FROM conversations WHERE id = $1")
+            .bind(&msg.conversation_id)
+            .fetch_one(&mut **tx)
+            .await
+            .map_err(backend)?;
+    let existing = of_message(tx, &msg.id).await?;
+    let (changed, fresh) = if deleted {
+        let changed = existing
+            .into_iter()
+            .filter(|i| i.status == "pending")
+            .map(|mut i| {
+                i.status = "cancelled".into();
+                i.spec.closed_reason = Some("deleted".into());
+                i.updated_at = now_ms;
+                i
+            })
+            .collect();
+        (changed, Vec::new())
+    } else {
+        inbox::after_replace(
+            &existing,
+            msg,
+            &chatbot_id,
+            Some(msg.created_ms + window_ms),
+            now_ms,
+        )
+    };
+    let mut api = Vec::new();
+    for i in changed {
+        save(tx, &i).await?;
+        if i.status == "cancelled" {
+            api.push(ApiEvent {
+                chatbot_id: chatbot_id.clone(),
+                interaction_id: i.id.clone(),
+                kind: "interaction.cancelled",
+                data: i.to_json(now_ms),
+            });
+        }
+    }
+    for n in fresh {
+        insert(tx, &n, now_ms).await?;
+        let stored = by_id(tx, &n.id).await?;
+        api.push(ApiEvent {
+            chatbot_id: chatbot_id.clone(),
+            interaction_id: n.id.clone(),
+            kind: "interaction.created",
+            data: stored.to_json(now_ms),
+        });
+    }
+    Ok(api)
 }

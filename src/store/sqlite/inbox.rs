@@ -103,8 +103,19 @@ pub fn by_id(c: &Connection, id: &str) -> StoreResult<Interaction> {
 }
 
 pub fn save(c: &Connection, i: &Interaction) -> StoreResult<()> {
-    c.prepare_cached("UPDATE interactions SET status = ?2, response = ?3, updated_at = ?4, answered_at = ?5 WHERE id = ?1")
-        .and_then(|mut s| s.execute(params![i.id, i.status, i.response.as_ref().map(Value::to_string), i.updated_at, i.answered_at]))
+    c.prepare_cached(
+        "UPDATE interactions SET status = ?2, response = ?3, updated_at = ?4, answered_at = ?5, spec = ?6 WHERE id = ?1",
+    )
+    .and_then(|mut s| {
+        s.execute(params![
+            i.id,
+            i.status,
+            i.response.as_ref().map(Value::to_string),
+            i.updated_at,
+            i.answered_at,
+            serde_json::to_string(&i.spec).unwrap_or_default()
+        ])
+    })
         .map_err(backend)?;
     Ok(())
 }
@@ -142,6 +153,9 @@ pub fn apply(
         })
         .map_err(backend)?;
     let mut interactions = of_message(c, &msg.id)?;
+    if let Some(e) = inbox::replaced_block(&interactions, &msg, action) {
+        return Err(StoreError::Api(e));
+    }
     let inter = inbox::pick(&mut interactions, &msg, action);
     let (allow_comment, require_one) = match &inter {
         Some(i) => (
@@ -244,4 +258,65 @@ pub fn close(
         data: i.to_json(now_ms),
     }];
     Ok((i, vec![entry], api))
+}
+
+/// Keeps the inbox in step with a reply: a replaced message's removed
+/// blocks close, its new blocks (or a new message's) become interactions, a
+/// deleted message's pending interactions are cancelled.
+pub fn after_reply(
+    c: &Connection,
+    msg: &Message,
+    deleted: bool,
+    window_ms: i64,
+    now_ms: i64,
+) -> StoreResult<Vec<ApiEvent>> {
+    let chatbot_id: String = c
+        .prepare_cached("SELECT chatbot_id FROM conversations WHERE id = ?1")
+        .and_then(|mut s| s.query_row([&msg.conversation_id], |r| r.get(0)))
+        .map_err(backend)?;
+    let existing = of_message(c, &msg.id)?;
+    let mut api = Vec::new();
+    let (changed, fresh) = if deleted {
+        let changed = existing
+            .into_iter()
+            .filter(|i| i.status == "pending")
+            .map(|mut i| {
+                i.status = "cancelled".into();
+                i.spec.closed_reason = Some("deleted".into());
+                i.updated_at = now_ms;
+                i
+            })
+            .collect();
+        (changed, Vec::new())
+    } else {
+        inbox::after_replace(
+            &existing,
+            msg,
+            &chatbot_id,
+            Some(msg.created_ms + window_ms),
+            now_ms,
+        )
+    };
+    for i in changed {
+        save(c, &i)?;
+        if i.status == "cancelled" && i.updated_at == now_ms {
+            api.push(ApiEvent {
+                chatbot_id: chatbot_id.clone(),
+                interaction_id: i.id.clone(),
+                kind: "interaction.cancelled",
+                data: i.to_json(now_ms),
+            });
+        }
+    }
+    for n in fresh {
+        insert(c, &n, now_ms)?;
+        let stored = by_id(c, &n.id)?;
+        api.push(ApiEvent {
+            chatbot_id: chatbot_id.clone(),
+            interaction_id: n.id.clone(),
+            kind: "interaction.created",
+            data: stored.to_json(now_ms),
+        });
+    }
+    Ok(api)
 }
