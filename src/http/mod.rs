@@ -7,6 +7,7 @@ pub mod extract;
 pub mod inbox;
 pub mod messages;
 pub mod ops;
+pub mod pages;
 pub mod responses;
 pub mod widget;
 
@@ -67,6 +68,7 @@ pub fn routes(cfg: &mut utoipa_actix_web::service_config::ServiceConfig) {
     ask::routes(cfg);
     responses::routes(cfg);
     ops::routes(cfg);
+    pages::routes(cfg);
 }
 
 /// Builds the actix app for `state`.

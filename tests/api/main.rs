@@ -6,6 +6,7 @@ mod bench_smoke;
 mod core;
 mod delivery;
 mod inbox;
+mod pages;
 mod postgres;
 mod responses;
 mod schemas;

@@ -1,0 +1,176 @@
+// Pending interactions, each with a way to answer it as a team member.
+
+import { api, idempotencyKey, problem } from "./api.js";
+import { h, pretty, valueName, when } from "./dom.js";
+
+const CLOSED = { answered: "answered", expired: "expired", cancelled: "cancelled" };
+
+export class Inbox {
+  /** els: {list, count, error}; onAnswered() after an accepted answer. */
+  constructor(els, onAnswered) {
+    this.els = els;
+    this.onAnswered = onAnswered;
+    this.cards = new Map();
+    this.keys = new Map();
+  }
+
+  async load() {
+    const r = await api("GET", "/api/v1/interactions?status=pending&limit=100");
+    if (!r.ok) {
+      this.els.error.textContent = problem(r);
+      return;
+    }
+    this.els.error.textContent = "";
+    this.cards.clear();
+    this.els.list.replaceChildren();
+    for (const i of [...r.body.data].reverse()) this.add(i);
+    this.count();
+  }
+
+  /** From the live stream: `interaction.created|answered|expired|cancelled`. */
+  onEvent(kind, i) {
+    if (kind === "interaction.created" && i.status === "pending") this.add(i);
+    else this.close(i.id, i.status);
+    this.count();
+  }
+
+  count() {
+    const n = this.cards.size;
+    this.els.count.textContent = n ? String(n) : "";
+    if (!n && !this.els.list.querySelector(".closed")) {
+      this.els.list.replaceChildren(h("p", { class: "muted empty" }, "Nothing is waiting for an answer."));
+    } else {
+      const empty = this.els.list.querySelector(".empty");
+      if (empty) empty.remove();
+    }
+  }
+
+  add(i) {
+    if (this.cards.has(i.id)) return;
+    const card = this.card(i);
+    this.cards.set(i.id, card);
+    this.els.list.prepend(card);
+  }
+
+  /** Marks a card closed, then removes it. */
+  close(id, status) {
+    const card = this.cards.get(id);
+    if (!card) return;
+    this.cards.delete(id);
+    card.classList.add("closed");
+    card.querySelectorAll("button, input, select, textarea").forEach((x) => (x.disabled = true));
+    card.querySelector(".card-status").textContent = CLOSED[status] || status;
+    setTimeout(() => {
+      card.remove();
+      this.count();
+    }, 2500);
+  }
+
+  card(i) {
+    const err = h("p", { class: "error", role: "alert" });
+    const p = i.payload || {};
+    return h("article", { class: "interaction", dataset: { interactionId: i.id } },
+      h("div", { class: "interaction-head" },
+        h("span", { class: `type type-${i.type}` }, i.type),
+        h("strong", { class: "prompt" }, p.title || i.prompt || "(no prompt)"),
+        h("span", { class: "card-status muted" }, "pending")),
+      p.title && i.prompt && p.title !== i.prompt ? h("p", { class: "prompt-text" }, i.prompt) : null,
+      h("p", { class: "muted small" }, h("span", { class: "mono" }, i.conversation_id), " · created ", when(i.created_at),
+        i.expires_at ? [" · expires ", when(i.expires_at)] : null),
+      h("div", { class: "answer" }, this.controls(i, err)),
+      err,
+      h("details", null, h("summary", null, "Payload"), h("pre", { class: "code" }, pretty(p))));
+  }
+
+  controls(i, err) {
+    const p = i.payload || {};
+    const send = (body, form) => this.answer(i, body, err, form);
+    if (i.type === "choice" && p.multiple) {
+      const form = h("form", { class: "answer-form", onsubmit: (e) => {
+        e.preventDefault();
+        const ids = [...form.querySelectorAll("input:checked")].map((x) => x.value);
+        send({ type: "choice", option_ids: ids }, form);
+      } },
+      (p.options || []).map((o) => h("label", { class: "check" }, h("input", { type: "checkbox", value: o.id }), ` ${o.label}`)),
+      h("button", { class: "btn btn-primary", type: "submit" }, "Send"));
+      return form;
+    }
+    if (i.type === "choice") {
+      return (p.options || []).map((o) => h("button", { type: "button", class: "btn", onclick: () => send({ type: "choice", option_ids: [o.id] }) }, o.label));
+    }
+    if (i.type === "confirmation") {
+      return [
+        h("button", { type: "button", class: "btn btn-primary", onclick: () => send({ type: "confirmation", confirmed: true }) }, p.accept || "Confirm"),
+        h("button", { type: "button", class: "btn", onclick: () => send({ type: "confirmation", confirmed: false }) }, p.decline || "Decline"),
+      ];
+    }
+    if (i.type === "approval") {
+      const comment = h("input", { type: "text", class: "comment", placeholder: "Comment (optional, with a rejection)", "aria-label": "Comment" });
+      const body = (approved) => {
+        const b = { type: "approval", approved };
+        if (!approved && comment.value.trim()) b.comment = comment.value.trim();
+        return b;
+      };
+      return [
+        h("button", { type: "button", class: "btn btn-primary", onclick: () => send(body(true)) }, p.accept || "Approve"),
+        h("button", { type: "button", class: "btn btn-danger", onclick: () => send(body(false)) }, p.decline || "Reject"),
+        p.comment === false ? null : comment,
+      ];
+    }
+    return this.textForm(i, send);
+  }
+
+  textForm(i, send) {
+    const fields = (i.payload && i.payload.fields) || [];
+    const form = h("form", { class: "answer-form fields", novalidate: true, onsubmit: (e) => {
+      e.preventDefault();
+      const values = {};
+      for (const f of fields) {
+        const el = form.elements.namedItem(f.name);
+        if (el) values[f.name] = f.type === "checkbox" ? el.checked : el.value;
+      }
+      send({ type: "text", values }, form);
+    } },
+    fields.map((f) => {
+      const id = `${i.id}-${f.name}`;
+      let control;
+      if (f.type === "textarea") control = h("textarea", { id, name: f.name, rows: 2 });
+      else if (f.type === "select") control = h("select", { id, name: f.name }, h("option", { value: "" }, "Choose…"), (f.options || []).map((o) => h("option", { value: o.value }, o.label)));
+      else if (f.type === "checkbox") control = h("input", { id, name: f.name, type: "checkbox" });
+      else control = h("input", { id, name: f.name, type: "text", inputmode: f.type === "number" ? "decimal" : null });
+      return h("div", { class: `field field-${f.type}`, dataset: { name: f.name } },
+        h("label", { for: id }, f.label || f.name, f.required ? " *" : ""), control, h("span", { class: "field-error" }));
+    }),
+    h("button", { class: "btn btn-primary", type: "submit" }, "Send answer"));
+    return form;
+  }
+
+  /** Sends an answer; a retry of the same body reuses its Idempotency-Key. */
+  async answer(i, body, err, form) {
+    const text = JSON.stringify(body);
+    const prev = this.keys.get(i.id);
+    const key = prev && prev.body === text ? prev.key : idempotencyKey();
+    this.keys.set(i.id, { body: text, key });
+    err.textContent = "";
+    if (form) form.querySelectorAll(".field-error").forEach((x) => (x.textContent = ""));
+    const r = await api("POST", `/api/v1/interactions/${encodeURIComponent(i.id)}/responses`, { body, headers: { "Idempotency-Key": key } });
+    if (r.ok) {
+      this.close(i.id, "answered");
+      this.count();
+      this.onAnswered();
+      return;
+    }
+    if (r.status === 409 && r.body.code === "interaction_not_pending") {
+      this.close(i.id, "no longer pending");
+      return;
+    }
+    const rest = [];
+    for (const e of r.body.errors || []) {
+      const name = valueName(e.field);
+      const box = form && name !== null ? [...form.querySelectorAll(".field")].find((x) => x.dataset.name === name) : null;
+      if (box) box.querySelector(".field-error").textContent = e.message || e.code;
+      else rest.push(`${e.field || ""} ${e.message || e.code}`.trim());
+    }
+    err.textContent = rest.length ? rest.join("; ") : r.body.errors ? "" : problem(r);
+  }
+}

@@ -1,0 +1,147 @@
+// Renders a message's interactive blocks: `actions` (buttons; link buttons
+// are plain links) and `form` (six field types), with their saved state.
+
+import { h } from "../lib/dom.js";
+import { REASONS } from "./api.js";
+
+function safeUrl(u) {
+  try {
+    const url = new URL(u, location.href);
+    return url.protocol === "https:" || url.protocol === "http:" ? url.href : null;
+  } catch {
+    return null;
+  }
+}
+
+/** The line under a block saying why it is off (or what was chosen). */
+function stateLine(block, chosenLabel) {
+  const s = block.state || {};
+  let text = null;
+  if (s.reason === "used") {
+    if (chosenLabel) text = `You chose “${chosenLabel}”.`;
+    else text = block.type === "form" ? "Sent." : "Answered.";
+  } else if (s.reason) {
+    text = REASONS[s.reason] || `No longer available (${s.reason}).`;
+  } else if (s.disabled) {
+    text = "No longer available.";
+  }
+  return text ? h("p", { class: `bh-state bh-state--${s.reason || "off"}` }, text) : null;
+}
+
+/** onClick(button, groupElement, errorElement). */
+export function renderActions(b, onClick) {
+  const s = b.state || {};
+  const err = h("p", { class: "bh-error", role: "alert" });
+  const chosen = (b.elements || []).find((e) => e.action_id === s.chosen_action_id);
+  const buttons = (b.elements || []).map((e) => {
+    if (e.url) {
+      return h("a", { class: "bh-btn bh-btn--link", href: safeUrl(e.url) || "#", target: "_blank", rel: "noopener noreferrer" },
+        e.label, h("span", { "aria-hidden": "true" }, " ↗"));
+    }
+    const isChosen = e.action_id === s.chosen_action_id;
+    return h("button", {
+      type: "button",
+      class: `bh-btn bh-btn--${e.style || "default"}${isChosen ? " is-chosen" : ""}`,
+      disabled: s.disabled,
+      "aria-pressed": isChosen ? "true" : null,
+      onclick: (ev) => onClick(e, ev.currentTarget.parentElement, err),
+    }, isChosen ? "✓ " : null, e.label);
+  });
+  return h("div", { class: `bh-block bh-actions${s.disabled ? " is-disabled" : ""}`, dataset: { blockId: b.block_id } },
+    h("div", { class: "bh-buttons" }, buttons), stateLine(b, chosen && chosen.label), err);
+}
+
+function renderField(f, id, disabled) {
+  const errId = `${id}-error`;
+  const common = { id, name: f.name, disabled, "aria-describedby": errId, required: f.required };
+  let control;
+  if (f.type === "textarea") {
+    control = h("textarea", { ...common, rows: 3, maxlength: f.max, placeholder: f.placeholder });
+  } else if (f.type === "select") {
+    control = h("select", common, h("option", { value: "" }, f.placeholder || "Choose…"),
+      (f.options || []).map((o) => h("option", { value: o.value }, o.label)));
+  } else if (f.type === "checkbox") {
+    control = h("input", { ...common, type: "checkbox" });
+  } else if (f.type === "number") {
+    // Sent as typed: the server says when it is not a number.
+    control = h("input", { ...common, type: "text", inputmode: "decimal", placeholder: f.placeholder });
+  } else {
+    const email = f.type === "email";
+    control = h("input", { ...common, type: email ? "email" : "text", maxlength: f.max, placeholder: f.placeholder, autocomplete: email ? "email" : null });
+  }
+  const mark = f.required ? h("span", { class: "bh-req", "aria-hidden": "true" }, " *") : null;
+  const error = h("p", { class: "bh-field-error", id: errId });
+  if (f.type === "checkbox") {
+    return h("div", { class: "bh-field bh-field--checkbox", dataset: { name: f.name } },
+      h("label", { for: id }, control, " ", f.label, mark), error);
+  }
+  return h("div", { class: `bh-field bh-field--${f.type}`, dataset: { name: f.name } },
+    h("label", { for: id }, f.label, mark), control, error);
+}
+
+/** The values of a rendered form, typed as the widget sends them. */
+export function formValues(b, form) {
+  const values = {};
+  for (const f of b.fields || []) {
+    const el = form.elements.namedItem(f.name);
+    if (el) values[f.name] = f.type === "checkbox" ? el.checked : el.value;
+  }
+  return values;
+}
+
+/** Puts values (what the visitor sent) back into a rendered form. */
+export function fillForm(form, values) {
+  for (const [name, value] of Object.entries(values || {})) {
+    const el = form.elements.namedItem(name);
+    if (el && el.type === "checkbox") el.checked = Boolean(value);
+    else if (el) el.value = value;
+  }
+}
+
+/** Shows a 422's errors under their fields; returns the messages of the rest. */
+export function showFieldErrors(form, errors, nameOf) {
+  const rest = [];
+  let first = null;
+  for (const box of form.querySelectorAll(".bh-field")) {
+    box.classList.remove("has-error");
+    box.querySelector(".bh-field-error").textContent = "";
+    const c = box.querySelector("input, select, textarea");
+    if (c) c.removeAttribute("aria-invalid");
+  }
+  for (const e of errors || []) {
+    const name = nameOf(e.field);
+    const box = name === null ? null : [...form.querySelectorAll(".bh-field")].find((x) => x.dataset.name === name);
+    if (!box) {
+      rest.push(e.message || e.code);
+      continue;
+    }
+    box.classList.add("has-error");
+    const line = box.querySelector(".bh-field-error");
+    line.textContent = line.textContent ? `${line.textContent} ${e.message}` : e.message || e.code;
+    const c = box.querySelector("input, select, textarea");
+    c.setAttribute("aria-invalid", "true");
+    first = first || c;
+  }
+  if (first) first.focus();
+  return rest;
+}
+
+/** onSubmit(form, errorElement). `uid` makes the element ids unique. */
+export function renderForm(b, uid, onSubmit) {
+  const s = b.state || {};
+  const err = h("p", { class: "bh-error", role: "alert" });
+  const form = h("form", {
+    class: `bh-block bh-form${s.disabled ? " is-disabled" : ""}`,
+    novalidate: true,
+    dataset: { blockId: b.block_id, formId: b.form_id },
+    onsubmit: (ev) => {
+      ev.preventDefault();
+      onSubmit(form, err);
+    },
+  },
+  b.title ? h("div", { class: "bh-form-title" }, b.title) : null,
+  (b.fields || []).map((f) => renderField(f, `${uid}-${f.name}`, s.disabled)),
+  h("button", { class: "bh-btn bh-btn--primary", type: "submit", disabled: s.disabled }, b.submit_label || "Submit"),
+  stateLine(b, null), err);
+  return form;
+}

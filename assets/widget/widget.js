@@ -1,0 +1,288 @@
+// One chat widget: its conversation (kept in localStorage so a reload
+// resumes), the message list (oldest first), the composer and the live stream.
+
+import { h, valueName } from "../lib/dom.js";
+import { openStream } from "../lib/sse.js";
+import { ORIGIN, call, problem } from "./api.js";
+import { fillForm, formValues, renderActions, renderForm, showFieldErrors } from "./blocks.js";
+
+const PAGE = 50;
+
+function clock(iso) {
+  const d = new Date(iso);
+  return isNaN(d) ? "" : d.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
+}
+
+/** Whether message a comes before b (ids are time-ordered too). */
+function older(a, b) {
+  if (a.created_at !== b.created_at) return a.created_at < b.created_at;
+  return a.id < b.id;
+}
+
+export class Widget {
+  constructor(root, chatbotId) {
+    this.root = root;
+    this.chatbotId = chatbotId;
+    this.key = `blockhook.widget.${chatbotId}`;
+    this.restarts = 0;
+    this.reset();
+  }
+
+  reset() {
+    this.messages = new Map();
+    this.nodes = new Map();
+    this.deleted = new Set();
+    // What this visitor sent per form, to keep showing it once sent.
+    this.sent = new Map();
+    this.connectedBefore = false;
+    this.build();
+  }
+
+  build() {
+    this.live = h("span", { class: "bh-live", title: "Connecting…" });
+    this.list = h("div", { class: "bh-list", role: "log", "aria-live": "polite" });
+    this.earlier = h("button", { class: "bh-earlier", type: "button", hidden: true, onclick: () => this.loadEarlier() }, "Show earlier messages");
+    this.typing = h("div", { class: "bh-typing", hidden: true, "aria-label": "The bot is typing" }, h("span"), h("span"), h("span"));
+    this.notice = h("p", { class: "bh-notice", role: "status", hidden: true });
+    this.input = h("textarea", { class: "bh-input", rows: 1, placeholder: "Write a message…", "aria-label": "Message", maxlength: 4000 });
+    this.input.addEventListener("keydown", (e) => {
+      if (e.key === "Enter" && !e.shiftKey) {
+        e.preventDefault();
+        this.composer.requestSubmit();
+      }
+    });
+    this.sendError = h("p", { class: "bh-error", role: "alert" });
+    this.composer = h("form", { class: "bh-composer", onsubmit: (e) => this.send(e) },
+      this.input, h("button", { class: "bh-btn bh-btn--primary", type: "submit" }, "Send"));
+    const fresh = () => {
+      this.restarts = 0;
+      this.restart();
+    };
+    this.scroller = h("div", { class: "bh-scroll" }, this.earlier, this.list, this.typing);
+    this.root.replaceChildren(h("section", { class: "bh-widget", "aria-label": "Chat" },
+      h("header", { class: "bh-header" },
+        h("span", { class: "bh-title" }, "Chat"), this.live,
+        h("button", { class: "bh-link", type: "button", onclick: fresh }, "New conversation")),
+      this.scroller, this.notice, this.sendError, this.composer));
+  }
+
+  say(text) {
+    this.notice.textContent = text || "";
+    this.notice.hidden = !text;
+  }
+
+  setLive(on) {
+    this.live.classList.toggle("is-live", on);
+    this.live.title = on ? "Live" : "Reconnecting…";
+    // Back after a break: catch up on anything the replay cannot cover.
+    if (on && this.connectedBefore) this.refresh();
+    this.connectedBefore = this.connectedBefore || on;
+  }
+
+  // -- session --
+
+  save(patch) {
+    this.sess = { ...(this.sess || {}), ...patch };
+    localStorage.setItem(this.key, JSON.stringify(this.sess));
+  }
+
+  path(suffix) {
+    return `/widget/v1/conversations/${encodeURIComponent(this.sess.conversation_id)}${suffix}`;
+  }
+
+  /** Resumes the stored (or `seed`) conversation, or starts one. */
+  async start(seed) {
+    try {
+      this.sess = JSON.parse(localStorage.getItem(this.key) || "null");
+    } catch {
+      this.sess = null;
+    }
+    if (seed && (!this.sess || this.sess.conversation_id !== seed.conversation_id)) {
+      this.save({ ...seed, last_event_id: null });
+    }
+    if (!this.sess || !this.sess.visitor_token) {
+      const r = await call("POST", `/widget/v1/chatbots/${encodeURIComponent(this.chatbotId)}/conversations`, null, {});
+      if (!r.ok) {
+        this.say(r.status === 404 ? `No chatbot ${this.chatbotId} here.` : `Could not start a conversation (${r.status}).`);
+        this.composer.hidden = true;
+        return;
+      }
+      this.save({ conversation_id: r.body.conversation_id, visitor_token: r.body.visitor_token, last_event_id: null });
+    }
+    this.stopStream = openStream(ORIGIN + this.path("/stream"), {
+      token: this.sess.visitor_token,
+      lastId: this.sess.last_event_id,
+      onEvent: (f) => this.onEvent(f),
+      onState: (on) => this.setLive(on),
+      onFatal: () => this.restart(),
+    });
+    await this.load();
+  }
+
+  /** Forgets this conversation and starts a new one. */
+  async restart() {
+    if (this.stopStream) this.stopStream();
+    this.restarts += 1;
+    if (this.restarts > 3) return this.say("The conversation could not be resumed. Reload the page to try again.");
+    localStorage.removeItem(this.key);
+    this.sess = null;
+    this.reset();
+    await this.start(null);
+  }
+
+  /** Loads the newest page (collections are newest first). */
+  async load() {
+    const r = await call("GET", this.path(`/messages?limit=${PAGE}`), this.sess.visitor_token);
+    if (r.status === 401 || r.status === 404) return this.restart();
+    if (!r.ok) return this.say(`Could not load messages (${r.status}).`);
+    this.say("");
+    for (const m of r.body.data) this.upsert(m);
+    this.cursor = r.body.page.next_cursor;
+    this.earlier.hidden = !r.body.page.has_more;
+    this.scrollDown(true);
+  }
+
+  async loadEarlier() {
+    if (!this.cursor) return;
+    const fromBottom = this.scroller.scrollHeight - this.scroller.scrollTop;
+    const r = await call("GET", this.path(`/messages?limit=${PAGE}&cursor=${encodeURIComponent(this.cursor)}`), this.sess.visitor_token);
+    if (!r.ok) return this.say(`Could not load messages (${r.status}).`);
+    for (const m of r.body.data) this.upsert(m);
+    this.cursor = r.body.page.next_cursor;
+    this.earlier.hidden = !r.body.page.has_more;
+    this.scroller.scrollTop = this.scroller.scrollHeight - fromBottom;
+  }
+
+  /** Re-reads the newest page (after a conflict or a reconnect). */
+  async refresh() {
+    const r = await call("GET", this.path(`/messages?limit=${PAGE}`), this.sess.visitor_token);
+    if (r.ok) for (const m of r.body.data) this.upsert(m);
+  }
+
+  onEvent(f) {
+    if (f.id !== null) this.save({ last_event_id: f.id });
+    let data;
+    try {
+      data = JSON.parse(f.data);
+    } catch {
+      return;
+    }
+    if (f.event === "message.created" || f.event === "message.updated") {
+      if (data.author && data.author.kind !== "visitor") this.setTyping(false);
+      this.upsert(data);
+      this.scrollDown(f.event === "message.created");
+    } else if (f.event === "message.deleted") {
+      this.remove(data.message_id);
+    } else if (f.event === "typing") {
+      this.setTyping(Boolean(data.active));
+    }
+  }
+
+  setTyping(on) {
+    clearTimeout(this.typingTimer);
+    this.typing.hidden = !on;
+    // A lost "off" must not leave the dots forever.
+    if (on) this.typingTimer = setTimeout(() => (this.typing.hidden = true), 30000);
+    this.scrollDown(false);
+  }
+
+  scrollDown(force) {
+    const s = this.scroller;
+    if (force || s.scrollHeight - s.scrollTop - s.clientHeight < 120) s.scrollTop = s.scrollHeight;
+  }
+
+  // -- messages --
+
+  /** Adds or replaces a message, keeping the list oldest-first. */
+  upsert(m) {
+    if (!m || !m.id || this.deleted.has(m.id)) return;
+    const old = this.messages.get(m.id);
+    if (old && (old.updated_at > m.updated_at || JSON.stringify(old) === JSON.stringify(m))) return;
+    this.messages.set(m.id, m);
+    const node = this.renderMessage(m);
+    const prev = this.nodes.get(m.id);
+    this.nodes.set(m.id, node);
+    if (prev) return prev.replaceWith(node);
+    const next = [...this.messages.values()]
+      .filter((x) => x.id !== m.id && older(m, x) && this.nodes.get(x.id).isConnected)
+      .sort((a, b) => (older(a, b) ? -1 : 1))[0];
+    this.list.insertBefore(node, next ? this.nodes.get(next.id) : null);
+  }
+
+  remove(id) {
+    this.deleted.add(id);
+    this.messages.delete(id);
+    const node = this.nodes.get(id);
+    if (node) node.remove();
+    this.nodes.delete(id);
+  }
+
+  renderMessage(m) {
+    const kind = (m.author && m.author.kind) || "bot";
+    const who = kind === "visitor" ? "You" : (m.author && m.author.display_name) || (kind === "bot" ? "Bot" : "Team");
+    const blocks = (m.blocks || []).map((b) => {
+      if (b.type === "actions") return renderActions(b, (e, group, err) => this.click(m, b, e, group, err));
+      if (b.type !== "form") return null;
+      const uid = `bh-${m.id}-${b.form_id}`;
+      const form = renderForm(b, uid, (f, err) => this.submit(m, b, uid, f, err));
+      fillForm(form, this.sent.get(uid));
+      return form;
+    });
+    return h("article", { class: `bh-msg bh-msg--${kind}`, dataset: { messageId: m.id } },
+      h("div", { class: "bh-meta" }, h("span", { class: "bh-who" }, who), h("time", { datetime: m.created_at }, clock(m.created_at))),
+      m.text ? h("div", { class: "bh-bubble" }, m.text) : null,
+      blocks);
+  }
+
+  async click(m, b, e, group, err) {
+    err.textContent = "";
+    const buttons = group.querySelectorAll("button");
+    buttons.forEach((x) => (x.disabled = true));
+    const r = await call("POST", `/widget/v1/messages/${encodeURIComponent(m.id)}/clicks`, this.sess.visitor_token, { block_id: b.block_id, action_id: e.action_id });
+    if (r.ok && r.body.message) return this.upsert(r.body.message);
+    buttons.forEach((x) => (x.disabled = Boolean(b.state && b.state.disabled)));
+    err.textContent = problem(r);
+    if (r.status === 409 || r.status === 410) this.refresh();
+  }
+
+  async submit(m, b, uid, form, err) {
+    const values = formValues(b, form);
+    showFieldErrors(form, [], valueName);
+    err.textContent = "";
+    const button = form.querySelector("button[type=submit]");
+    button.disabled = true;
+    const r = await call("POST", `/widget/v1/messages/${encodeURIComponent(m.id)}/forms/${encodeURIComponent(b.form_id)}`, this.sess.visitor_token, { values });
+    if (r.ok && r.body.message) {
+      this.sent.set(uid, values);
+      this.upsert(r.body.message);
+      // The stream may have re-rendered it first: show what was sent.
+      const node = this.nodes.get(m.id);
+      const shown = node && node.querySelector(`form[data-form-id="${CSS.escape(b.form_id)}"]`);
+      if (shown) fillForm(shown, values);
+      return;
+    }
+    button.disabled = false;
+    const rest = showFieldErrors(form, r.body.errors, valueName);
+    err.textContent = rest.length ? rest.join(" ") : r.body.errors && r.body.errors.length ? "" : problem(r);
+    if (r.status === 409 || r.status === 410) this.refresh();
+  }
+
+  async send(ev) {
+    ev.preventDefault();
+    const text = this.input.value.trim();
+    if (!text) return;
+    this.sendError.textContent = "";
+    const button = this.composer.querySelector("button");
+    button.disabled = true;
+    const r = await call("POST", this.path("/messages"), this.sess.visitor_token, { text });
+    button.disabled = false;
+    if (!r.ok) {
+      const first = r.body.errors && r.body.errors[0];
+      this.sendError.textContent = (first && first.message) || problem(r);
+      return;
+    }
+    this.input.value = "";
+    this.upsert(r.body);
+    this.scrollDown(true);
+  }
+}
