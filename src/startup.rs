@@ -117,7 +117,9 @@ impl Application {
         });
         let dispatcher = delivery::spawn(state.clone())?;
         let st = state.clone();
+        // Small writes (stream events, short answers) go out at once.
         let server = HttpServer::new(move || http::app(st.clone()))
+            .tcp_nodelay(true)
             .listen(listener)
             .map_err(|e| e.to_string())?
             .shutdown_timeout(5)
@@ -143,19 +145,7 @@ impl Application {
     /// attempts finish within a bound, and exits.
     pub async fn run_until_stopped(self) -> std::io::Result<()> {
         let r = self.server.await;
-        self.dispatcher.shutdown.cancel();
-        self.dispatcher.tracker.close();
-        if tokio::time::timeout(SHUTDOWN_GRACE, self.dispatcher.tracker.wait())
-            .await
-            .is_err()
-        {
-            tracing::warn!(
-                "in-flight deliveries did not finish in time; their leases are released"
-            );
-        }
-        // Give the recorder a moment to write the last outcomes.
-        tokio::time::sleep(Duration::from_millis(200)).await;
-        let _ = self.state.store.release_leases(None).await;
+        self.dispatcher.stop(SHUTDOWN_GRACE).await;
         r
     }
 }

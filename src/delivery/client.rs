@@ -1,11 +1,15 @@
 //! The outbound HTTP client: pooled keep-alive connections, connect and
-//! total timeouts, redirects never followed.
+//! total timeouts, redirects never followed, and (unless private webhooks
+//! are allowed) a resolver that refuses private addresses.
 
+use std::sync::Arc;
 use std::time::Duration;
 
-pub fn build(timeout: Duration) -> Result<reqwest::Client, String> {
+use super::ssrf::GuardedResolver;
+
+pub fn build(timeout: Duration, allow_private: bool) -> Result<reqwest::Client, String> {
     let _ = rustls::crypto::ring::default_provider().install_default();
-    reqwest::Client::builder()
+    let mut b = reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
         .connect_timeout(timeout.min(Duration::from_secs(5)))
         .timeout(timeout)
@@ -13,7 +17,9 @@ pub fn build(timeout: Duration) -> Result<reqwest::Client, String> {
         .pool_max_idle_per_host(256)
         .tcp_nodelay(true)
         .user_agent(concat!("blockhook/", env!("CARGO_PKG_VERSION")))
-        .no_proxy()
-        .build()
-        .map_err(|e| e.to_string())
+        .no_proxy();
+    if !allow_private {
+        b = b.dns_resolver(Arc::new(GuardedResolver));
+    }
+    b.build().map_err(|e| e.to_string())
 }

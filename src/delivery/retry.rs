@@ -79,5 +79,27 @@ mod tests {
         assert_eq!(retry_after("7", now, MAX), Some(Duration::from_secs(7)));
         assert_eq!(retry_after("999999", now, MAX), Some(MAX));
         assert_eq!(retry_after("soon", now, MAX), None);
+        assert_eq!(retry_after("-3", now, MAX), None);
+    }
+
+    #[test]
+    fn retry_after_accepts_an_http_date() {
+        let now = std::time::UNIX_EPOCH + Duration::from_secs(1_445_412_450);
+        // 30 s after `now`.
+        let d = retry_after("Wed, 21 Oct 2015 07:28:00 GMT", now, MAX);
+        assert_eq!(d, Some(Duration::from_secs(30)));
+        // A date in the past means: now.
+        let later = now + Duration::from_secs(3600);
+        let d = retry_after("Wed, 21 Oct 2015 07:28:00 GMT", later, MAX);
+        assert_eq!(d, Some(Duration::ZERO));
+    }
+
+    #[test]
+    fn first_retry_waits_at_least_the_minimum() {
+        for seed in 0..20 {
+            let d = delay(1, MIN, MAX, seed);
+            assert!(d >= MIN && d < 2 * MIN, "{d:?}");
+        }
+        assert_eq!(delay(30, MIN, MAX, 1), MAX);
     }
 }

@@ -60,6 +60,8 @@ impl std::fmt::Display for Refusal {
     }
 }
 
+impl std::error::Error for Refusal {}
+
 /// Parses a webhook URL (http or https, with a host).
 pub fn parse_url(raw: &str) -> Result<url::Url, Refusal> {
     let u = url::Url::parse(raw).map_err(|e| Refusal::Invalid(e.to_string()))?;
@@ -93,12 +95,65 @@ pub async fn check(raw: &str, allow_private: bool) -> Result<Vec<SocketAddr>, Re
     if addrs.is_empty() {
         return Err(Refusal::Unresolvable(format!("{host}: no addresses")));
     }
-    if !allow_private {
-        if let Some(a) = addrs.iter().find(|a| is_private(a.ip())) {
-            return Err(Refusal::Private(a.ip()));
-        }
+    if !allow_private && let Some(a) = addrs.iter().find(|a| is_private(a.ip())) {
+        return Err(Refusal::Private(a.ip()));
     }
     Ok(addrs)
+}
+
+/// The send-time check that needs no lookup: a URL whose host is a private
+/// IP literal is refused. Host names are checked by [`GuardedResolver`] as
+/// they are resolved for the connection itself.
+pub fn check_literal(raw: &str, allow_private: bool) -> Result<(), Refusal> {
+    let u = parse_url(raw)?;
+    let ip = match u.host() {
+        Some(url::Host::Ipv4(ip)) => IpAddr::V4(ip),
+        Some(url::Host::Ipv6(ip)) => IpAddr::V6(ip),
+        _ => return Ok(()),
+    };
+    if !allow_private && is_private(ip) {
+        return Err(Refusal::Private(ip));
+    }
+    Ok(())
+}
+
+/// The delivery client's DNS resolver when private webhooks are not
+/// allowed: it refuses a name that resolves to a private address, so the
+/// addresses checked are the ones connected to (no rebinding window).
+pub struct GuardedResolver;
+
+impl reqwest::dns::Resolve for GuardedResolver {
+    fn resolve(&self, name: reqwest::dns::Name) -> reqwest::dns::Resolving {
+        let host = name.as_str().to_string();
+        Box::pin(async move {
+            let addrs: Vec<SocketAddr> = tokio::net::lookup_host((host.as_str(), 0))
+                .await
+                .map_err(|e| Refusal::Unresolvable(format!("{host}: {e}")))?
+                .collect();
+            if let Some(a) = addrs.iter().find(|a| is_private(a.ip())) {
+                return Err(Refusal::Private(a.ip()).into());
+            }
+            if addrs.is_empty() {
+                return Err(
+                    Box::new(Refusal::Unresolvable(format!("{host}: no addresses"))).into(),
+                );
+            }
+            let addrs: reqwest::dns::Addrs = Box::new(addrs.into_iter());
+            Ok(addrs)
+        })
+    }
+}
+
+/// The refusal somewhere in an error's chain of causes, if any.
+pub fn refusal_in<'a>(e: &'a (dyn std::error::Error + 'static)) -> Option<&'a Refusal> {
+    let mut cur = Some(e);
+    while let Some(err) = cur {
+        if let Some(r) = err.downcast_ref::<Refusal>() {
+            return Some(r);
+        }
+        cur = err.source();
+    }
+    None
 }
 
 #[cfg(test)]
@@ -137,6 +192,35 @@ mod tests {
         assert!(matches!(
             check("ftp://example.com", false).await,
             Err(Refusal::Invalid(_))
+        ));
+    }
+
+    #[test]
+    fn literal_check_refuses_private_ips_only() {
+        assert!(matches!(
+            check_literal("http://[::1]:9/x", false),
+            Err(Refusal::Private(_))
+        ));
+        assert!(matches!(
+            check_literal("http://169.254.169.254/latest", false),
+            Err(Refusal::Private(_))
+        ));
+        assert!(check_literal("http://169.254.169.254/latest", true).is_ok());
+        assert!(check_literal("https://93.184.216.34/x", false).is_ok());
+        assert!(check_literal("https://hooks.example.com/x", false).is_ok());
+    }
+
+    #[tokio::test]
+    async fn resolver_refuses_names_of_private_addresses() {
+        use reqwest::dns::Resolve;
+        let name: reqwest::dns::Name = "localhost".parse().unwrap();
+        let err = match GuardedResolver.resolve(name).await {
+            Ok(_) => panic!("localhost must be refused"),
+            Err(e) => e,
+        };
+        assert!(matches!(
+            refusal_in(err.as_ref()),
+            Some(Refusal::Private(_))
         ));
     }
 }

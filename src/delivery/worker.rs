@@ -1,16 +1,19 @@
-//! The claim loop, the per-delivery send step, and batched recording.
+//! The dispatcher: the claim loop, one task per delivery (bounded globally
+//! and per endpoint, behind each endpoint's circuit breaker), and shutdown.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use actix_web::web;
 use parking_lot::Mutex;
-use tokio::sync::{Semaphore, mpsc};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
+use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use super::{retry, signing, ssrf};
+use super::breaker::{Breaker, Outcome};
+use super::{attempt, recorder};
 use crate::domain::model::Chatbot;
 use crate::domain::time::now_ms;
 use crate::http::AppState;
@@ -18,352 +21,369 @@ use crate::store::{AttemptNext, AttemptRecord, Claimed};
 
 /// Most deliveries in flight at once, across all endpoints.
 const GLOBAL_IN_FLIGHT: usize = 512;
+/// Most deliveries claimed in one store round trip.
+const CLAIM_BATCH: usize = 256;
 /// Consecutive failures that open an endpoint's circuit.
 const BREAKER_THRESHOLD: u32 = 5;
 /// How long an open circuit rests before a probe.
 const BREAKER_REST: Duration = Duration::from_secs(30);
-const EXCERPT: usize = 1024;
+/// Longest sleep of an idle claim loop (other instances may enqueue).
+const IDLE_POLL: Duration = Duration::from_secs(1);
+/// How often the URLs of failing endpoints are re-read: a new URL is a new
+/// endpoint, and its circuit starts closed.
+const URL_CHECK: Duration = Duration::from_millis(250);
 
+/// What the dispatcher knows of one chatbot's endpoint.
 #[derive(Default)]
 struct Endpoint {
-    in_flight: usize,
-    consecutive_failures: u32,
-    open_until: Option<Instant>,
+    breaker: Breaker,
+    /// The webhook URL last sent to.
+    url: String,
 }
 
 pub struct Dispatcher {
     state: web::Data<AppState>,
     client: reqwest::Client,
+    /// Per chatbot: in-flight count and circuit state.
     endpoints: Mutex<HashMap<String, Endpoint>>,
+    url_checked: Mutex<Instant>,
+    /// Event ids being sent, to release their leases if shutdown cuts them.
+    in_flight: Mutex<HashSet<String>>,
     global: Arc<Semaphore>,
     records: mpsc::UnboundedSender<AttemptRecord>,
-    pub shutdown: CancellationToken,
-    pub tracker: TaskTracker,
+    stop_claiming: CancellationToken,
+    stop_recording: CancellationToken,
+    tracker: TaskTracker,
+    claimer: Mutex<Option<JoinHandle<()>>>,
+    recorder: Mutex<Option<JoinHandle<()>>>,
 }
 
-/// Starts the dispatcher: the claim loop and the recorder.
+/// Starts the dispatcher: the claim loop and the recorder. SIGTERM or
+/// SIGINT stops claiming at once; [`Dispatcher::stop`] finishes the rest.
 pub fn spawn(state: web::Data<AppState>) -> Result<Arc<Dispatcher>, String> {
-    let client = super::client::build(state.config.delivery_timeout)?;
+    let client = super::client::build(
+        state.config.delivery_timeout,
+        state.config.allow_private_webhooks,
+    )?;
     let (tx, rx) = mpsc::unbounded_channel();
     let d = Arc::new(Dispatcher {
         state,
         client,
         endpoints: Mutex::new(HashMap::new()),
+        url_checked: Mutex::new(Instant::now()),
+        in_flight: Mutex::new(HashSet::new()),
         global: Arc::new(Semaphore::new(GLOBAL_IN_FLIGHT)),
         records: tx,
-        shutdown: CancellationToken::new(),
+        stop_claiming: CancellationToken::new(),
+        stop_recording: CancellationToken::new(),
         tracker: TaskTracker::new(),
+        claimer: Mutex::new(None),
+        recorder: Mutex::new(None),
     });
-    let recorder = tokio::spawn(record_loop(d.state.clone(), rx));
+    let rec = tokio::spawn(recorder::run(
+        d.state.store.clone(),
+        rx,
+        d.stop_recording.clone(),
+    ));
+    *d.recorder.lock() = Some(rec);
     let dd = d.clone();
-    tokio::spawn(async move {
-        dd.claim_loop().await;
-        // In-flight sends finish (bounded by the delivery timeout), then the
-        // recorder drains once every sender is gone.
-        dd.tracker.close();
-        dd.tracker.wait().await;
-        drop(recorder);
-    });
+    *d.claimer.lock() = Some(tokio::spawn(async move { dd.claim_loop().await }));
+    tokio::spawn(stop_claiming_on_signal(d.stop_claiming.clone()));
     Ok(d)
 }
 
-async fn record_loop(state: web::Data<AppState>, mut rx: mpsc::UnboundedReceiver<AttemptRecord>) {
-    let mut batch = Vec::with_capacity(256);
-    while rx.recv_many(&mut batch, 256).await > 0 {
-        let records = std::mem::take(&mut batch);
-        let mut tries = 0;
-        loop {
-            match state.store.record_attempts(records.clone()).await {
-                Ok(()) => break,
-                Err(e) => {
-                    tries += 1;
-                    tracing::error!(error = %e, tries, "recording delivery attempts failed; retrying");
-                    tokio::time::sleep(Duration::from_millis(200 * tries.min(25))).await;
-                }
-            }
+async fn stop_claiming_on_signal(stop: CancellationToken) {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        let Ok(mut term) = signal(SignalKind::terminate()) else {
+            return;
+        };
+        tokio::select! {
+            _ = term.recv() => {}
+            _ = tokio::signal::ctrl_c() => {}
+            _ = stop.cancelled() => return,
         }
     }
+    #[cfg(not(unix))]
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = stop.cancelled() => return,
+    }
+    tracing::info!("stopping: no new deliveries are claimed");
+    stop.cancel();
 }
 
 impl Dispatcher {
-    /// Chatbots not to claim for now: at their concurrency limit, or with an
-    /// open circuit.
-    fn skip_list(&self) -> Vec<String> {
-        let now = Instant::now();
-        let limit = self.state.config.endpoint_concurrency;
-        self.endpoints
-            .lock()
-            .iter()
-            .filter(|(_, e)| e.in_flight >= limit || e.open_until.is_some_and(|t| t > now))
-            .map(|(k, _)| k.clone())
-            .collect()
+    /// Stops claiming, lets in-flight attempts finish within `grace`,
+    /// records their outcomes, and releases the leases of any still running.
+    pub async fn stop(&self, grace: Duration) {
+        self.stop_claiming.cancel();
+        let claimer = self.claimer.lock().take();
+        if let Some(h) = claimer {
+            let _ = h.await;
+        }
+        self.tracker.close();
+        if tokio::time::timeout(grace, self.tracker.wait())
+            .await
+            .is_err()
+        {
+            tracing::warn!(
+                "in-flight deliveries did not finish in time; their leases are released"
+            );
+        }
+        self.stop_recording.cancel();
+        let recorder = self.recorder.lock().take();
+        if let Some(h) = recorder {
+            let _ = tokio::time::timeout(Duration::from_secs(10), h).await;
+        }
+        let left: Vec<String> = self.in_flight.lock().drain().collect();
+        if !left.is_empty() {
+            self.release(left).await;
+        }
     }
 
-    async fn claim_loop(self: &Arc<Self>) {
-        let store = self.state.store.clone();
-        let lease = (self.state.config.delivery_timeout * 3).max(Duration::from_secs(30));
-        loop {
-            if self.shutdown.is_cancelled() {
+    /// Chatbots not to claim for now (no room at their endpoint), and when
+    /// the earliest open circuit lets a probe through.
+    fn held_back(&self, now: Instant) -> (Vec<String>, Option<Instant>) {
+        let limit = self.state.config.endpoint_concurrency;
+        let mut eps = self.endpoints.lock();
+        eps.retain(|_, e| !e.breaker.is_idle());
+        let skip = eps
+            .iter()
+            .filter(|(_, e)| e.breaker.room(limit, now) == 0)
+            .map(|(k, _)| k.clone())
+            .collect();
+        let reopen = eps
+            .values()
+            .filter_map(|e| e.breaker.reopens_at())
+            .filter(|at| *at > now)
+            .min();
+        (skip, reopen)
+    }
+
+    /// Closes the circuit of a failing endpoint whose chatbot now has
+    /// another webhook URL (read at most every [`URL_CHECK`]).
+    async fn check_failing_urls(&self) {
+        {
+            let mut at = self.url_checked.lock();
+            if at.elapsed() < URL_CHECK {
                 return;
             }
+            *at = Instant::now();
+        }
+        let failing: Vec<(String, String)> = self
+            .endpoints
+            .lock()
+            .iter()
+            .filter(|(_, e)| e.breaker.is_tripped())
+            .map(|(k, e)| (k.clone(), e.url.clone()))
+            .collect();
+        for (id, url) in failing {
+            let Ok(bot) = self.state.store.get_chatbot(&id).await else {
+                continue;
+            };
+            if bot.webhook_url == url {
+                continue;
+            }
+            if let Some(e) = self.endpoints.lock().get_mut(&id) {
+                e.breaker.reset();
+                e.url = bot.webhook_url;
+            }
+        }
+    }
+
+    async fn claim_loop(self: Arc<Self>) {
+        let store = self.state.store.clone();
+        let lease = (self.state.config.delivery_timeout * 3).max(Duration::from_secs(30));
+        while !self.stop_claiming.is_cancelled() {
+            self.check_failing_urls().await;
             let free = self.global.available_permits();
+            let (skip, reopen) = self.held_back(Instant::now());
             let mut claimed_any = false;
             if free > 0 {
                 let now = now_ms();
+                let lease_until = now + lease.as_millis() as i64;
                 match store
-                    .claim_due(
-                        now,
-                        now + lease.as_millis() as i64,
-                        free.min(256),
-                        self.skip_list(),
-                    )
+                    .claim_due(now, lease_until, free.min(CLAIM_BATCH), skip)
                     .await
                 {
+                    Ok(batch) if self.stop_claiming.is_cancelled() => {
+                        self.release(batch.into_iter().map(|c| c.event_id).collect())
+                            .await;
+                        return;
+                    }
                     Ok(batch) => {
                         claimed_any = !batch.is_empty();
-                        for c in batch {
-                            self.start(c);
-                        }
+                        self.dispatch(batch).await;
                     }
                     Err(e) => {
                         tracing::error!(error = %e, "claiming deliveries failed");
-                        tokio::time::sleep(Duration::from_millis(500)).await;
+                        tokio::select! {
+                            _ = tokio::time::sleep(Duration::from_millis(500)) => {}
+                            _ = self.stop_claiming.cancelled() => return,
+                        }
+                        continue;
                     }
                 }
             }
             if claimed_any {
                 continue;
             }
-            let wait = match store.next_due_at().await {
-                Ok(Some(t)) => Duration::from_millis((t - now_ms()).clamp(1, 1000) as u64),
-                _ => Duration::from_secs(1),
-            };
+            let wait = self.idle_wait(reopen).await;
             tokio::select! {
                 _ = self.state.hub.new_events.notified() => {}
                 _ = tokio::time::sleep(wait) => {}
-                _ = self.shutdown.cancelled() => return,
+                _ = self.stop_claiming.cancelled() => return,
             }
         }
     }
 
-    fn start(self: &Arc<Self>, c: Claimed) {
-        let Ok(permit) = self.global.clone().try_acquire_owned() else {
-            // No room after all: the lease expires and it is claimed again.
-            return;
-        };
-        self.endpoints
-            .lock()
-            .entry(c.chatbot_id.clone())
-            .or_default()
-            .in_flight += 1;
-        let d = self.clone();
-        self.tracker.spawn(async move {
-            let chatbot_id = c.chatbot_id.clone();
-            let record = d.attempt(c).await;
-            let ok = record.next == AttemptNext::Succeeded;
-            {
-                let mut eps = d.endpoints.lock();
-                let e = eps.entry(chatbot_id).or_default();
-                e.in_flight = e.in_flight.saturating_sub(1);
-                if ok {
-                    e.consecutive_failures = 0;
-                    e.open_until = None;
-                } else if record.error.as_deref() != Some("endpoint_disabled") {
-                    e.consecutive_failures += 1;
-                    if e.consecutive_failures >= BREAKER_THRESHOLD {
-                        e.open_until = Some(Instant::now() + BREAKER_REST);
-                    }
-                }
-            }
-            let _ = d.records.send(record);
-            drop(permit);
-            d.state.hub.new_events.notify_one();
-        });
+    /// How long to sleep when nothing could be claimed: until the next
+    /// delivery falls due or a circuit lets a probe through, at most
+    /// [`IDLE_POLL`]. A finished delivery or a new event wakes the loop.
+    async fn idle_wait(&self, reopen: Option<Instant>) -> Duration {
+        let now = now_ms();
+        let mut wait = match self.state.store.next_due_at().await {
+            Ok(Some(t)) if t > now => Duration::from_millis((t - now) as u64),
+            _ => IDLE_POLL,
+        }
+        .min(IDLE_POLL);
+        if let Some(at) = reopen {
+            wait = wait.min(at.saturating_duration_since(Instant::now()));
+        }
+        wait.max(Duration::from_millis(1))
     }
 
-    /// One attempt: sign, send, classify. Never holds a transaction.
-    pub async fn attempt(&self, c: Claimed) -> AttemptRecord {
+    /// Starts what there is room for (in claim order, so a conversation's
+    /// head goes first) and releases the rest at once.
+    async fn dispatch(self: &Arc<Self>, batch: Vec<Claimed>) {
+        if batch.is_empty() {
+            return;
+        }
+        let bots = self.load_bots(&batch).await;
+        let limit = self.state.config.endpoint_concurrency;
+        let mut release = Vec::new();
+        for c in batch {
+            let bot = match bots.get(&c.chatbot_id) {
+                Some(Ok(b)) => b.clone(),
+                Some(Err(e)) => {
+                    let rec = self.store_failure(&c, e);
+                    let _ = self.records.send(rec);
+                    continue;
+                }
+                None => {
+                    release.push(c.event_id);
+                    continue;
+                }
+            };
+            let admitted = self.admit(&c.chatbot_id, &bot.webhook_url, limit);
+            match admitted {
+                Some((probe, permit)) => self.start(c, bot, probe, permit),
+                None => release.push(c.event_id),
+            }
+        }
+        self.release(release).await;
+    }
+
+    /// A slot for one delivery to this endpoint, if its limit, its circuit
+    /// and the global limit allow: whether it is a probe, and the permit.
+    fn admit(
+        &self,
+        chatbot_id: &str,
+        url: &str,
+        limit: usize,
+    ) -> Option<(bool, OwnedSemaphorePermit)> {
+        let now = Instant::now();
+        let mut eps = self.endpoints.lock();
+        let e = eps.entry(chatbot_id.to_string()).or_default();
+        if e.url != url {
+            // A new URL is a new endpoint: its circuit starts closed.
+            e.breaker.reset();
+            e.url = url.to_string();
+        }
+        if e.breaker.room(limit, now) == 0 {
+            return None;
+        }
+        let permit = self.global.clone().try_acquire_owned().ok()?;
+        Some((e.breaker.start(now), permit))
+    }
+
+    /// Each chatbot of the batch, read once.
+    async fn load_bots(&self, batch: &[Claimed]) -> HashMap<String, Result<Arc<Chatbot>, String>> {
+        let mut bots = HashMap::new();
+        for c in batch {
+            if bots.contains_key(&c.chatbot_id) {
+                continue;
+            }
+            let b = self
+                .state
+                .store
+                .get_chatbot(&c.chatbot_id)
+                .await
+                .map(Arc::new)
+                .map_err(|e| e.to_string());
+            bots.insert(c.chatbot_id.clone(), b);
+        }
+        bots
+    }
+
+    fn store_failure(&self, c: &Claimed, e: &str) -> AttemptRecord {
         let number = c.attempts + 1;
-        let started = Instant::now();
-        let at_ms = now_ms();
-        let mut rec = AttemptRecord {
+        AttemptRecord {
             event_id: c.event_id.clone(),
             conversation_id: c.conversation_id.clone(),
             number,
-            at_ms,
+            at_ms: now_ms(),
             status_code: None,
             duration_ms: 0,
-            error: None,
+            error: Some(format!("E_STORE: {e}")),
             response_excerpt: None,
-            next: AttemptNext::Succeeded,
-        };
-        let bot = match self.state.store.get_chatbot(&c.chatbot_id).await {
-            Ok(b) => b,
-            Err(e) => {
-                rec.error = Some(format!("E_STORE: {e}"));
-                rec.next = self.failure_next(number, None);
-                return rec;
-            }
-        };
-        let result = self.send(&bot, &c, number).await;
-        rec.duration_ms = started.elapsed().as_millis() as i64;
-        metrics::histogram!("blockhook_attempt_duration_seconds")
-            .record(started.elapsed().as_secs_f64());
-        match result {
-            Ok(resp) => {
-                let status = resp.status();
-                rec.status_code = Some(status.as_u16());
-                let retry_after = resp
-                    .headers()
-                    .get(reqwest::header::RETRY_AFTER)
-                    .and_then(|v| v.to_str().ok())
-                    .map(str::to_string);
-                let body = resp.bytes().await.unwrap_or_default();
-                if !body.is_empty() {
-                    let n = body.len().min(EXCERPT);
-                    rec.response_excerpt = Some(String::from_utf8_lossy(&body[..n]).into_owned());
-                }
-                if status.is_success() {
-                    rec.next = AttemptNext::Succeeded;
-                    if let Some(err) = self.apply_webhook_reply(&c.payload, &body).await {
-                        rec.error = Some(err);
-                    }
-                } else if status.as_u16() == 410 {
-                    rec.error = Some("E_GONE: endpoint answered 410 Gone; disabled until its webhook_url changes".into());
-                    rec.next = AttemptNext::EndpointGone;
-                } else {
-                    rec.error = Some(if status.is_redirection() {
-                        format!("E_REDIRECT: {status} (redirects are not followed)")
-                    } else {
-                        format!("E_HTTP: {status}")
-                    });
-                    let ra = if matches!(status.as_u16(), 429 | 503) {
-                        retry_after.and_then(|v| {
-                            retry::retry_after(
-                                &v,
-                                std::time::SystemTime::now(),
-                                self.state.config.retry_max_delay,
-                            )
-                        })
-                    } else {
-                        None
-                    };
-                    rec.next = self.failure_next(number, ra);
-                }
-            }
-            Err(e) => {
-                rec.error = Some(e);
-                rec.next = self.failure_next(number, None);
-            }
+            next: attempt::failure_next(&self.state, number, None),
         }
-        let outcome = match rec.next {
-            AttemptNext::Succeeded => "succeeded",
-            AttemptNext::Dead => "dead",
-            AttemptNext::RetryAt(_) => "failed",
-            AttemptNext::EndpointGone => "gone",
-        };
-        metrics::counter!("blockhook_deliveries_total", "outcome" => outcome).increment(1);
-        rec
     }
 
-    fn failure_next(&self, number: u32, retry_after: Option<Duration>) -> AttemptNext {
-        let cfg = &self.state.config;
-        if number >= cfg.retry_max_attempts {
-            return AttemptNext::Dead;
+    async fn release(&self, ids: Vec<String>) {
+        if ids.is_empty() {
+            return;
         }
-        let d = retry_after.unwrap_or_else(|| {
-            retry::delay(
-                number,
-                cfg.retry_min_delay,
-                cfg.retry_max_delay,
-                rand::random(),
-            )
+        if let Err(e) = self.state.store.release_leases(Some(ids)).await {
+            tracing::warn!(error = %e, "releasing leases failed; they expire");
+        }
+    }
+
+    fn start(
+        self: &Arc<Self>,
+        c: Claimed,
+        bot: Arc<Chatbot>,
+        probe: bool,
+        permit: OwnedSemaphorePermit,
+    ) {
+        self.in_flight.lock().insert(c.event_id.clone());
+        let d = self.clone();
+        self.tracker.spawn(async move {
+            let record = attempt::run(&d.state, &d.client, &bot, &c).await;
+            let outcome = match record.next {
+                AttemptNext::Succeeded => Outcome::Success,
+                AttemptNext::EndpointGone => Outcome::Disabled,
+                AttemptNext::RetryAt(_) | AttemptNext::Dead => Outcome::Failure,
+            };
+            d.endpoints
+                .lock()
+                .entry(c.chatbot_id.clone())
+                .or_default()
+                .breaker
+                .finish(
+                    probe,
+                    outcome,
+                    Instant::now(),
+                    BREAKER_THRESHOLD,
+                    BREAKER_REST,
+                );
+            let _ = d.records.send(record);
+            d.in_flight.lock().remove(&c.event_id);
+            drop(permit);
+            d.state.hub.new_events.notify_one();
         });
-        AttemptNext::RetryAt(now_ms() + d.as_millis() as i64)
-    }
-
-    async fn send(
-        &self,
-        bot: &Chatbot,
-        c: &Claimed,
-        number: u32,
-    ) -> Result<reqwest::Response, String> {
-        ssrf::check(&bot.webhook_url, self.state.config.allow_private_webhooks)
-            .await
-            .map_err(|r| match r {
-                ssrf::Refusal::Private(ip) => {
-                    format!("E_PRIVATE_ADDRESS: {ip} is not a public address")
-                }
-                ssrf::Refusal::Unresolvable(m) => format!("E_DNS: {m}"),
-                ssrf::Refusal::Invalid(m) => format!("E_URL: {m}"),
-            })?;
-        let ts = now_ms() / 1000;
-        let sig = signing::header(&bot.live_secrets(now_ms()), &c.event_id, ts, &c.payload);
-        self.client
-            .post(&bot.webhook_url)
-            .header("content-type", "application/json")
-            .header("webhook-id", &c.event_id)
-            .header("webhook-timestamp", ts.to_string())
-            .header("webhook-signature", sig)
-            .header("X-MyAIChatbot-Attempt", number.to_string())
-            .body(c.payload.clone())
-            .send()
-            .await
-            .map_err(|e| {
-                if e.is_timeout() {
-                    format!(
-                        "E_TIMEOUT: no answer within {:?}",
-                        self.state.config.delivery_timeout
-                    )
-                } else if e.is_connect() {
-                    format!("E_CONNECTION: {e}")
-                } else {
-                    format!("E_HTTP: {e}")
-                }
-            })
-    }
-
-    /// A 2xx answer whose JSON body is a reply is applied like a POST to the
-    /// event's response_url. Returns an error note for the attempt if the
-    /// reply was bad (the delivery still succeeded).
-    async fn apply_webhook_reply(&self, payload: &[u8], body: &[u8]) -> Option<String> {
-        let trimmed = body.iter().position(|b| !b.is_ascii_whitespace())?;
-        if body[trimmed] != b'{' {
-            return None;
-        }
-        let reply: serde_json::Value = serde_json::from_slice(body).ok()?;
-        let obj = reply.as_object()?;
-        const KEYS: [&str; 5] = [
-            "text",
-            "blocks",
-            "metadata",
-            "replace_original",
-            "delete_original",
-        ];
-        if obj.is_empty() || !obj.keys().any(|k| KEYS.contains(&k.as_str())) {
-            return None;
-        }
-        let event: serde_json::Value = serde_json::from_slice(payload).ok()?;
-        let url = event.get("response_url")?.as_str()?;
-        let token = url.rsplit('/').next()?;
-        match crate::http::responses::apply_reply(&self.state, token, &reply, None).await {
-            Ok(_) => None,
-            Err(e) => Some(format!(
-                "E_REPLY: the reply body was not applied: {} ({})",
-                e.code(),
-                reply_detail(&e)
-            )),
-        }
-    }
-}
-
-fn reply_detail(e: &crate::error::ApiError) -> String {
-    match e {
-        crate::error::ApiError::Validation(errs) => errs
-            .iter()
-            .map(|f| format!("{} {}", f.field, f.code))
-            .collect::<Vec<_>>()
-            .join(", "),
-        other => other.to_string(),
     }
 }

@@ -1,0 +1,194 @@
+//! One delivery attempt: sign, POST the stored bytes, classify the answer.
+//! Pure of storage: the outcome is returned for batched recording, and no
+//! transaction is open while the request is in flight.
+
+use std::time::{Duration, Instant};
+
+use super::{reply, retry, signing, ssrf};
+use crate::domain::model::Chatbot;
+use crate::domain::time::now_ms;
+use crate::http::AppState;
+use crate::store::{AttemptNext, AttemptRecord, Claimed};
+
+/// The bytes of a response body kept in the attempt log.
+const EXCERPT: usize = 1024;
+/// The most of a response body read (a reply is at most this long).
+const MAX_BODY: usize = 1024 * 1024;
+
+/// Sends attempt number `c.attempts + 1` of a claimed delivery to `bot`.
+pub async fn run(
+    st: &AppState,
+    client: &reqwest::Client,
+    bot: &Chatbot,
+    c: &Claimed,
+) -> AttemptRecord {
+    let number = c.attempts + 1;
+    let started = Instant::now();
+    let mut rec = AttemptRecord {
+        event_id: c.event_id.clone(),
+        conversation_id: c.conversation_id.clone(),
+        number,
+        at_ms: now_ms(),
+        status_code: None,
+        duration_ms: 0,
+        error: None,
+        response_excerpt: None,
+        next: AttemptNext::Succeeded,
+    };
+    match send(st, client, bot, c, number).await {
+        Ok(mut resp) => {
+            let status = resp.status();
+            rec.status_code = Some(status.as_u16());
+            let retry_after = resp
+                .headers()
+                .get(reqwest::header::RETRY_AFTER)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_string);
+            let (body, complete) = read_bounded(&mut resp, MAX_BODY).await;
+            if !body.is_empty() {
+                let n = body.len().min(EXCERPT);
+                rec.response_excerpt = Some(String::from_utf8_lossy(&body[..n]).into_owned());
+            }
+            if status.is_success() {
+                if complete {
+                    rec.error = reply::apply(st, &c.payload, &body).await;
+                }
+            } else if status == reqwest::StatusCode::GONE {
+                rec.error = Some(
+                    "E_GONE: the endpoint answered 410 Gone; it is disabled until its webhook_url changes or it is re-enabled"
+                        .into(),
+                );
+                rec.next = AttemptNext::EndpointGone;
+            } else {
+                rec.error = Some(if status.is_redirection() {
+                    format!("E_REDIRECT: {status} (redirects are failures and never followed)")
+                } else {
+                    format!("E_HTTP_STATUS: {status}")
+                });
+                let honoured = matches!(status.as_u16(), 429 | 503)
+                    .then_some(retry_after)
+                    .flatten()
+                    .and_then(|v| {
+                        retry::retry_after(
+                            &v,
+                            std::time::SystemTime::now(),
+                            st.config.retry_max_delay,
+                        )
+                    });
+                rec.next = failure_next(st, number, honoured);
+            }
+        }
+        Err(e) => {
+            rec.error = Some(e);
+            rec.next = failure_next(st, number, None);
+        }
+    }
+    rec.duration_ms = started.elapsed().as_millis() as i64;
+    metrics::histogram!("blockhook_attempt_duration_seconds")
+        .record(started.elapsed().as_secs_f64());
+    let outcome = match rec.next {
+        AttemptNext::Succeeded => "succeeded",
+        AttemptNext::Dead => "dead",
+        AttemptNext::RetryAt(_) => "failed",
+        AttemptNext::EndpointGone => "gone",
+    };
+    metrics::counter!("blockhook_deliveries_total", "outcome" => outcome).increment(1);
+    rec
+}
+
+/// A failed attempt's next step: a retry at a time, or `dead` after the last.
+pub fn failure_next(st: &AppState, number: u32, retry_after: Option<Duration>) -> AttemptNext {
+    let cfg = &st.config;
+    if number >= cfg.retry_max_attempts {
+        return AttemptNext::Dead;
+    }
+    let d = retry_after.unwrap_or_else(|| {
+        retry::delay(
+            number,
+            cfg.retry_min_delay,
+            cfg.retry_max_delay,
+            rand::random(),
+        )
+    });
+    AttemptNext::RetryAt(now_ms() + d.as_millis() as i64)
+}
+
+async fn send(
+    st: &AppState,
+    client: &reqwest::Client,
+    bot: &Chatbot,
+    c: &Claimed,
+    number: u32,
+) -> Result<reqwest::Response, String> {
+    ssrf::check_literal(&bot.webhook_url, st.config.allow_private_webhooks)
+        .map_err(|r| refusal_error(&r))?;
+    let now = now_ms();
+    let ts = now / 1000;
+    let sig = signing::header(&bot.live_secrets(now), &c.event_id, ts, &c.payload);
+    client
+        .post(&bot.webhook_url)
+        .header(reqwest::header::CONTENT_TYPE, "application/json")
+        .header("webhook-id", &c.event_id)
+        .header("webhook-timestamp", ts.to_string())
+        .header("webhook-signature", sig)
+        .header("X-MyAIChatbot-Attempt", number.to_string())
+        .body(c.payload.clone())
+        .send()
+        .await
+        .map_err(|e| {
+            if let Some(r) = ssrf::refusal_in(&e) {
+                refusal_error(r)
+            } else if e.is_timeout() {
+                format!(
+                    "E_TIMEOUT: no answer within {:?}",
+                    st.config.delivery_timeout
+                )
+            } else if e.is_connect() {
+                format!("E_CONNECTION: {}", causes(&e))
+            } else {
+                format!("E_REQUEST: {}", causes(&e))
+            }
+        })
+}
+
+fn refusal_error(r: &ssrf::Refusal) -> String {
+    match r {
+        ssrf::Refusal::Private(ip) => format!(
+            "E_PRIVATE_ADDRESS: {ip} is a private address; nothing was sent (--allow-private-webhooks is off)"
+        ),
+        ssrf::Refusal::Unresolvable(m) => format!("E_DNS: {m}"),
+        ssrf::Refusal::Invalid(m) => format!("E_URL: {m}"),
+    }
+}
+
+/// An error and its causes on one line.
+fn causes(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut out = e.to_string();
+    let mut cur = e.source();
+    while let Some(s) = cur {
+        out.push_str(": ");
+        out.push_str(&s.to_string());
+        cur = s.source();
+    }
+    out
+}
+
+/// Reads at most `max` bytes of the body; `complete` is false when the body
+/// was longer or broke off.
+async fn read_bounded(resp: &mut reqwest::Response, max: usize) -> (Vec<u8>, bool) {
+    let mut body = Vec::new();
+    loop {
+        match resp.chunk().await {
+            Ok(Some(chunk)) => {
+                if body.len() + chunk.len() > max {
+                    let room = max - body.len();
+                    body.extend_from_slice(&chunk[..room]);
+                    return (body, false);
+                }
+                body.extend_from_slice(&chunk);
+            }
+            Ok(None) => return (body, true),
+            Err(_) => return (body, false),
+        }
+    }
+}

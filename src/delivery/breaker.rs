@@ -1,0 +1,218 @@
+//! One endpoint's admission state, as a pure state machine: how many
+//! deliveries may start now (the per-endpoint concurrency limit) and the
+//! circuit breaker that stops hammering an endpoint that keeps failing.
+//!
+//! Closed: up to `limit` in flight. After `threshold` consecutive failures
+//! the circuit opens and nothing starts for `rest`; then one probe goes out.
+//! A probe that succeeds closes the circuit; one that fails opens it again.
+
+use std::time::{Duration, Instant};
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum State {
+    Closed,
+    Open { until: Instant },
+    Probing,
+}
+
+#[derive(Debug, Clone)]
+pub struct Breaker {
+    state: State,
+    failures: u32,
+    in_flight: usize,
+}
+
+impl Default for Breaker {
+    fn default() -> Self {
+        Self {
+            state: State::Closed,
+            failures: 0,
+            in_flight: 0,
+        }
+    }
+}
+
+/// What a finished attempt tells the breaker.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Outcome {
+    Success,
+    Failure,
+    /// The endpoint was disabled (`410 Gone`): nothing goes there until it is
+    /// re-enabled, so the breaker starts afresh.
+    Disabled,
+}
+
+impl Breaker {
+    /// How many more deliveries may start at `now`.
+    pub fn room(&self, limit: usize, now: Instant) -> usize {
+        match self.state {
+            State::Closed => limit.saturating_sub(self.in_flight),
+            State::Open { until } if now < until => 0,
+            State::Open { .. } => 1,
+            State::Probing => 0,
+        }
+    }
+
+    /// When an open circuit lets a probe through, if it is open.
+    pub fn reopens_at(&self) -> Option<Instant> {
+        match self.state {
+            State::Open { until } => Some(until),
+            _ => None,
+        }
+    }
+
+    pub fn in_flight(&self) -> usize {
+        self.in_flight
+    }
+
+    /// A delivery starts; returns whether it is the probe of an open circuit.
+    pub fn start(&mut self, now: Instant) -> bool {
+        self.in_flight += 1;
+        match self.state {
+            State::Open { until } if now >= until => {
+                self.state = State::Probing;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// A delivery finished.
+    pub fn finish(
+        &mut self,
+        probe: bool,
+        outcome: Outcome,
+        now: Instant,
+        threshold: u32,
+        rest: Duration,
+    ) {
+        self.in_flight = self.in_flight.saturating_sub(1);
+        match outcome {
+            Outcome::Success | Outcome::Disabled => {
+                self.state = State::Closed;
+                self.failures = 0;
+            }
+            Outcome::Failure if probe => {
+                self.state = State::Open { until: now + rest };
+            }
+            Outcome::Failure => {
+                if self.state == State::Closed {
+                    self.failures += 1;
+                    if self.failures >= threshold {
+                        self.state = State::Open { until: now + rest };
+                    }
+                }
+            }
+        }
+    }
+
+    /// Whether the circuit is open or probing (the endpoint is failing).
+    pub fn is_tripped(&self) -> bool {
+        self.state != State::Closed
+    }
+
+    /// Forgets the failures (the endpoint changed): closed again, with the
+    /// deliveries in flight still counted.
+    pub fn reset(&mut self) {
+        self.state = State::Closed;
+        self.failures = 0;
+    }
+
+    /// Nothing in flight and nothing remembered: the entry can be dropped.
+    pub fn is_idle(&self) -> bool {
+        self.in_flight == 0 && self.failures == 0 && self.state == State::Closed
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const REST: Duration = Duration::from_secs(30);
+
+    #[test]
+    fn limits_concurrency_while_closed() {
+        let now = Instant::now();
+        let mut b = Breaker::default();
+        assert_eq!(b.room(2, now), 2);
+        assert!(!b.start(now));
+        assert!(!b.start(now));
+        assert_eq!(b.room(2, now), 0);
+        b.finish(false, Outcome::Success, now, 5, REST);
+        assert_eq!(b.room(2, now), 1);
+    }
+
+    #[test]
+    fn opens_after_threshold_then_probes_once() {
+        let now = Instant::now();
+        let mut b = Breaker::default();
+        for _ in 0..3 {
+            b.start(now);
+            b.finish(false, Outcome::Failure, now, 3, REST);
+        }
+        assert_eq!(b.room(8, now), 0, "open");
+        assert_eq!(b.reopens_at(), Some(now + REST));
+        let later = now + REST;
+        assert_eq!(b.room(8, later), 1, "one probe after the rest");
+        assert!(b.start(later));
+        assert_eq!(b.room(8, later), 0, "only one probe at a time");
+        b.finish(true, Outcome::Failure, later, 3, REST);
+        assert_eq!(b.room(8, later), 0, "a failed probe opens it again");
+        let again = later + REST;
+        assert!(b.start(again));
+        b.finish(true, Outcome::Success, again, 3, REST);
+        assert_eq!(b.room(8, again), 8, "a good probe closes it");
+        assert!(b.is_idle());
+    }
+
+    #[test]
+    fn success_resets_the_failure_count() {
+        let now = Instant::now();
+        let mut b = Breaker::default();
+        for outcome in [Outcome::Failure, Outcome::Failure, Outcome::Success] {
+            b.start(now);
+            b.finish(false, outcome, now, 3, REST);
+        }
+        for _ in 0..2 {
+            b.start(now);
+            b.finish(false, Outcome::Failure, now, 3, REST);
+        }
+        assert_eq!(b.room(4, now), 4, "two failures in a row stay closed");
+    }
+
+    #[test]
+    fn late_failures_of_an_open_circuit_do_not_extend_it() {
+        let now = Instant::now();
+        let mut b = Breaker::default();
+        b.start(now);
+        b.start(now);
+        b.finish(false, Outcome::Failure, now, 1, REST);
+        let later = now + Duration::from_secs(10);
+        b.finish(false, Outcome::Failure, later, 1, REST);
+        assert_eq!(b.reopens_at(), Some(now + REST));
+    }
+
+    #[test]
+    fn reset_closes_the_circuit_and_keeps_the_in_flight_count() {
+        let now = Instant::now();
+        let mut b = Breaker::default();
+        b.start(now);
+        b.start(now);
+        b.finish(false, Outcome::Failure, now, 1, REST);
+        assert!(b.is_tripped());
+        b.reset();
+        assert!(!b.is_tripped());
+        assert_eq!(b.room(3, now), 2);
+    }
+
+    #[test]
+    fn disabled_endpoint_starts_afresh() {
+        let now = Instant::now();
+        let mut b = Breaker::default();
+        b.start(now);
+        b.finish(false, Outcome::Failure, now, 1, REST);
+        b.start(now + REST);
+        b.finish(true, Outcome::Disabled, now + REST, 1, REST);
+        assert!(b.is_idle());
+    }
+}

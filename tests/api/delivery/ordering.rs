@@ -1,0 +1,86 @@
+//! Per-conversation order: the next event of a conversation waits while an
+//! earlier one is pending or retrying; other conversations go on.
+
+use std::time::Duration;
+
+use super::{
+    attempt_header, click_ok, conversation_with_click, event_ids_in_order, reusable_buttons,
+    webhook_id,
+};
+use crate::helpers::{Answer, Receiver, spawn_app_with};
+
+#[actix_web::test]
+async fn one_conversation_arrives_in_order_while_others_go_on() {
+    // Three seconds between attempts: a window in which another
+    // conversation's event must get through.
+    let app = spawn_app_with(|c| {
+        c.retry_min_delay = Duration::from_secs(3);
+        c.retry_max_delay = Duration::from_secs(3);
+    })
+    .await;
+    let mut rx = Receiver::start_with(vec![Answer::status(500)]).await;
+    let bot = app.create_bot(&rx.url).await;
+    let a = app.create_conv(&bot).await;
+    let mid = reusable_buttons(&app, &bot, &a).await;
+    for _ in 0..3 {
+        click_ok(&app, &a, &mid).await;
+    }
+    let first = rx.take(1, Duration::from_secs(5)).await.remove(0);
+    assert_eq!(first.json()["conversation_id"], a.id.as_str());
+
+    let b = conversation_with_click(&app, &bot).await;
+    let second = rx.take(1, Duration::from_secs(2)).await.remove(0);
+    assert_eq!(
+        second.json()["conversation_id"],
+        b.id.as_str(),
+        "another conversation is not held up by a retrying one"
+    );
+    // A's first event fails once more, then everything succeeds.
+    rx.push(Answer::status(500));
+    let rest = rx.take(4, Duration::from_secs(15)).await;
+
+    let ids = event_ids_in_order(&app, &bot).await;
+    let (e1, e2, e3, eb) = (&ids[0], &ids[1], &ids[2], &ids[3]);
+    let got: Vec<(String, String)> = std::iter::once(&first)
+        .chain(std::iter::once(&second))
+        .chain(rest.iter())
+        .map(|r| (webhook_id(r), attempt_header(r)))
+        .collect();
+    let want: Vec<(String, String)> = [
+        (e1, "1"),
+        (eb, "1"),
+        (e1, "2"),
+        (e1, "3"),
+        (e2, "1"),
+        (e3, "1"),
+    ]
+    .iter()
+    .map(|(id, n)| (id.to_string(), n.to_string()))
+    .collect();
+    assert_eq!(got, want);
+    assert!(
+        rx.next(Duration::from_millis(300)).await.is_none(),
+        "nothing delivered twice"
+    );
+}
+
+#[actix_web::test]
+async fn a_dead_event_lets_the_next_of_its_conversation_go() {
+    let app = spawn_app_with(|c| c.retry_max_attempts = 1).await;
+    let mut rx = Receiver::start_with(vec![Answer::status(500)]).await;
+    let bot = app.create_bot(&rx.url).await;
+    let conv = app.create_conv(&bot).await;
+    let mid = reusable_buttons(&app, &bot, &conv).await;
+    click_ok(&app, &conv, &mid).await;
+    click_ok(&app, &conv, &mid).await;
+    let got = rx.take(2, Duration::from_secs(5)).await;
+    let ids = event_ids_in_order(&app, &bot).await;
+    assert_eq!(webhook_id(&got[0]), ids[0]);
+    assert_eq!(webhook_id(&got[1]), ids[1]);
+    let e = app
+        .wait_event(&bot, &ids[0], Duration::from_secs(3), |e| {
+            e["status"] == "dead"
+        })
+        .await;
+    assert_eq!(e["status"], "dead");
+}

@@ -1,0 +1,197 @@
+//! The real binary as a child process: killed with SIGKILL it loses no
+//! accepted click; on SIGTERM it finishes the attempt in flight and exits 0.
+
+use std::collections::HashSet;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+
+use super::{click_ok, patch_bot, refusing_port, reusable_buttons, webhook_id};
+use crate::helpers::{ADMIN_TOKEN, Answer, Receiver, TestApp};
+
+/// `blockhook serve` on a SQLite file in `app.dir`, listening on `app.port`.
+fn serve(app: &TestApp) -> Child {
+    Command::new(env!("CARGO_BIN_EXE_blockhook"))
+        .args([
+            "serve",
+            "--addr",
+            &format!("127.0.0.1:{}", app.port),
+            "--database",
+            &format!("sqlite://{}", app.db_path),
+            "--admin-token",
+            ADMIN_TOKEN,
+            "--allow-private-webhooks",
+            "--retry-min-delay",
+            "100ms",
+            "--retry-max-delay",
+            "500ms",
+            "--retry-max-attempts",
+            "1000",
+            "--delivery-timeout",
+            "10s",
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start blockhook")
+}
+
+/// A handle on a fresh port and file, for a child process to serve.
+fn child_app() -> TestApp {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db_path = dir.path().join("blockhook.db").display().to_string();
+    let port = refusing_port();
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    TestApp {
+        address: format!("http://127.0.0.1:{port}"),
+        port,
+        client: reqwest::Client::builder()
+            .no_proxy()
+            .build()
+            .expect("client"),
+        dir,
+        db_path,
+    }
+}
+
+/// The child process, killed if a test ends early.
+struct Server(Child);
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if let Ok(None) = self.0.try_wait() {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+}
+
+/// Starts the binary and waits until it answers `/healthz`.
+async fn start(app: &TestApp) -> Server {
+    let mut child = Server(serve(app));
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let r = app.client.get(app.url("/healthz")).send().await;
+        if r.is_ok_and(|r| r.status() == 200) {
+            return child;
+        }
+        if let Ok(Some(status)) = child.0.try_wait() {
+            panic!("blockhook exited early: {status}");
+        }
+        assert!(Instant::now() < deadline, "blockhook did not come up");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Waits for the child to exit, at most `bound`.
+async fn exit_within(child: &mut Server, bound: Duration) -> std::process::ExitStatus {
+    let deadline = Instant::now() + bound;
+    loop {
+        if let Some(status) = child.0.try_wait().expect("wait") {
+            return status;
+        }
+        if Instant::now() > deadline {
+            panic!("blockhook did not exit within {bound:?}");
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+}
+
+#[actix_web::test]
+async fn sigkill_with_undelivered_clicks_loses_none() {
+    let mut app = child_app();
+    let mut child = start(&app).await;
+    let down = format!("http://127.0.0.1:{}/hook", refusing_port());
+    let bot = app.create_bot(&down).await;
+    let mut convs = Vec::new();
+    for _ in 0..10 {
+        let conv = app.create_conv(&bot).await;
+        let mid = reusable_buttons(&app, &bot, &conv).await;
+        convs.push((conv, mid));
+    }
+    let clicks = convs.iter().map(|(conv, mid)| {
+        let app = &app;
+        async move {
+            for _ in 0..10 {
+                click_ok(app, conv, mid).await;
+            }
+        }
+    });
+    futures_util::future::join_all(clicks).await;
+    let accepted: HashSet<String> = app
+        .events(&bot)
+        .await
+        .iter()
+        .map(|e| e["event_id"].as_str().expect("id").to_string())
+        .collect();
+    assert_eq!(accepted.len(), 100);
+
+    child.0.kill().expect("SIGKILL");
+    child.0.wait().expect("reaped");
+
+    let mut rx = Receiver::start().await;
+    app.port = refusing_port();
+    app.address = format!("http://127.0.0.1:{}", app.port);
+    let child = start(&app).await;
+    patch_bot(&app, &bot, json!({"webhook_url": rx.url})).await;
+    let mut delivered = HashSet::new();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while delivered.len() < accepted.len() {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let r = rx
+            .next(left)
+            .await
+            .unwrap_or_else(|| panic!("{} of 100 delivered", delivered.len()));
+        delivered.insert(webhook_id(&r));
+    }
+    assert_eq!(delivered, accepted);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let done = app
+            .events(&bot)
+            .await
+            .iter()
+            .filter(|e| e["status"] == "succeeded")
+            .count();
+        if done == 100 {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{done} of 100 recorded as succeeded"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    drop(child);
+}
+
+#[actix_web::test]
+async fn sigterm_finishes_the_attempt_in_flight_and_exits_cleanly() {
+    let app = child_app();
+    let mut child = start(&app).await;
+    let mut rx = Receiver::start().await;
+    rx.set_default(Answer::status(200).delay(Duration::from_millis(1500)));
+    let bot = app.create_bot(&rx.url).await;
+    let conv = app.create_conv(&bot).await;
+    let mid = reusable_buttons(&app, &bot, &conv).await;
+    click_ok(&app, &conv, &mid).await;
+    let first = rx.take(1, Duration::from_secs(5)).await.remove(0);
+
+    // The attempt is in flight (the receiver answers in 1.5 s).
+    let pid = i32::try_from(child.0.id()).expect("pid");
+    // SAFETY: signals our own child process.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
+    let status = exit_within(&mut child, Duration::from_secs(15)).await;
+    assert_eq!(status.code(), Some(0), "clean exit: {status}");
+
+    // Restarted, it finds the attempt recorded: nothing is sent again.
+    let child = start(&app).await;
+    let id = webhook_id(&first);
+    let e = app.event(&bot, &id).await;
+    assert_eq!(e["status"], "succeeded", "{e}");
+    assert_eq!(e["attempts"].as_array().map(Vec::len), Some(1));
+    assert!(rx.next(Duration::from_millis(700)).await.is_none());
+    drop(child);
+}
