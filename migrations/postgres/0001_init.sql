@@ -48,6 +48,7 @@ CREATE TABLE IF NOT EXISTS events (
     created_at          BIGINT NOT NULL,
     status              TEXT NOT NULL,          -- pending | failed | succeeded | dead
     attempts            BIGINT NOT NULL DEFAULT 0,
+    attempt_base        BIGINT NOT NULL DEFAULT 0,  -- attempts before the last redeliver
     next_attempt_at     BIGINT NOT NULL,
     is_head             BIGINT NOT NULL,       -- 1: no earlier undelivered event in its conversation
     leased_until        BIGINT NOT NULL DEFAULT 0

@@ -48,6 +48,7 @@ CREATE TABLE IF NOT EXISTS events (
     created_at          INTEGER NOT NULL,
     status              TEXT NOT NULL,          -- pending | failed | succeeded | dead
     attempts            INTEGER NOT NULL DEFAULT 0,
+    attempt_base        INTEGER NOT NULL DEFAULT 0,  -- attempts before the last redeliver
     next_attempt_at     INTEGER NOT NULL,
     is_head             INTEGER NOT NULL,       -- 1: no earlier undelivered event in its conversation
     leased_until        INTEGER NOT NULL DEFAULT 0

@@ -75,12 +75,12 @@ pub async fn run(
                             st.config.retry_max_delay,
                         )
                     });
-                rec.next = failure_next(st, number, honoured);
+                rec.next = failure_next(st, number - c.attempt_base, honoured);
             }
         }
         Err(e) => {
             rec.error = Some(e);
-            rec.next = failure_next(st, number, None);
+            rec.next = failure_next(st, number - c.attempt_base, None);
         }
     }
     rec.duration_ms = started.elapsed().as_millis() as i64;
@@ -97,6 +97,7 @@ pub async fn run(
 }
 
 /// A failed attempt's next step: a retry at a time, or `dead` after the last.
+/// `number` counts the attempts since the event was (re)queued.
 pub fn failure_next(st: &AppState, number: u32, retry_after: Option<Duration>) -> AttemptNext {
     let cfg = &st.config;
     if number >= cfg.retry_max_attempts {

@@ -339,7 +339,7 @@ impl Dispatcher {
             duration_ms: 0,
             error: Some(format!("E_STORE: {e}")),
             response_excerpt: None,
-            next: attempt::failure_next(&self.state, number, None),
+            next: attempt::failure_next(&self.state, number - c.attempt_base, None),
         }
     }
 

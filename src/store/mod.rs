@@ -123,6 +123,9 @@ pub struct Claimed {
     pub payload: bytes::Bytes,
     /// Attempts made before this one.
     pub attempts: u32,
+    /// Attempts made before the last redeliver: a redelivered event gets a
+    /// fresh retry budget while attempt numbers keep counting.
+    pub attempt_base: u32,
 }
 
 /// The outcome of one delivery attempt, recorded in one batch with others.

@@ -938,7 +938,7 @@ impl Store for PostgresStore {
                       AND e.chatbot_id NOT IN (SELECT id FROM chatbots WHERE endpoint_disabled = 1)
                     ORDER BY e.next_attempt_at, e.seq LIMIT $4
                     FOR UPDATE SKIP LOCKED)
-                 RETURNING seq, id, chatbot_id, conversation_id, payload, attempts",
+                 RETURNING seq, id, chatbot_id, conversation_id, payload, attempts, attempt_base",
             )
             .bind(now_ms)
             .bind(lease_until)
@@ -957,6 +957,7 @@ impl Store for PostgresStore {
                         conversation_id: r.try_get(3)?,
                         payload: bytes::Bytes::from(r.try_get::<Vec<u8>, _>(4)?),
                         attempts: r.try_get::<i64, _>(5)? as u32,
+                        attempt_base: r.try_get::<i64, _>(6)? as u32,
                     })
                 })
                 .collect::<Result<Vec<_>, sqlx::Error>>()
@@ -1162,7 +1163,7 @@ impl Store for PostgresStore {
                     .map_err(backend)?;
             } else {
                 sqlx::query(
-                    "UPDATE events SET status = 'pending', next_attempt_at = $2, leased_until = 0,
+                    "UPDATE events SET status = 'pending', next_attempt_at = $2, leased_until = 0, attempt_base = attempts,
                      is_head = CASE WHEN EXISTS (SELECT 1 FROM events WHERE conversation_id = $3 AND status IN ('pending', 'failed')) THEN 0 ELSE 1 END
                      WHERE id = $1",
                 )

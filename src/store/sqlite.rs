@@ -873,7 +873,7 @@ impl Store for SqliteStore {
                           AND e.chatbot_id NOT IN (SELECT value FROM json_each(?3))
                           AND e.chatbot_id NOT IN (SELECT id FROM chatbots WHERE endpoint_disabled = 1)
                         ORDER BY e.next_attempt_at, e.seq LIMIT ?4)
-                     RETURNING seq, id, chatbot_id, conversation_id, payload, attempts",
+                     RETURNING seq, id, chatbot_id, conversation_id, payload, attempts, attempt_base",
                 )
                 .map_err(backend)?;
             let rows = s
@@ -885,6 +885,7 @@ impl Store for SqliteStore {
                         conversation_id: r.get(3)?,
                         payload: bytes::Bytes::from(r.get::<_, Vec<u8>>(4)?),
                         attempts: r.get(5)?,
+                        attempt_base: r.get(6)?,
                     })
                 })
                 .and_then(|rows| rows.collect::<rusqlite::Result<Vec<_>>>())
@@ -1072,7 +1073,7 @@ impl Store for SqliteStore {
                     return Ok(());
                 }
                 c.execute(
-                    "UPDATE events SET status = 'pending', next_attempt_at = ?2, leased_until = 0,
+                    "UPDATE events SET status = 'pending', next_attempt_at = ?2, leased_until = 0, attempt_base = attempts,
                      is_head = NOT EXISTS (SELECT 1 FROM events WHERE conversation_id = ?3 AND status IN ('pending', 'failed'))
                      WHERE id = ?1",
                     params![eid, now_ms, conv],

@@ -225,3 +225,28 @@ async fn events_log_filters_by_status_and_pages() {
     let no_key = app.get("/api/v1/events", "sk_wrong").await;
     assert_eq!(no_key.status(), 401);
 }
+
+#[actix_web::test]
+async fn a_redelivered_event_gets_a_fresh_retry_budget() {
+    let app = spawn_app_with(|c| c.retry_max_attempts = 2).await;
+    let mut rx = Receiver::start().await;
+    rx.set_default(Answer::status(500));
+    let bot = app.create_bot(&rx.url).await;
+    conversation_with_click(&app, &bot).await;
+    let id = webhook_id(&rx.take(2, Duration::from_secs(5)).await[0]);
+    let e = app
+        .wait_event(&bot, &id, Duration::from_secs(3), |e| e["status"] == "dead")
+        .await;
+    assert_eq!(e["status"], "dead", "{e}");
+
+    assert_eq!(redeliver(&app, &bot, &id).await.status(), 202);
+    // Two new attempts (numbered on from 3), then dead again.
+    let again = rx.take(2, Duration::from_secs(5)).await;
+    let numbers: Vec<_> = again.iter().map(attempt_header).collect();
+    assert_eq!(numbers, ["3", "4"]);
+    let e = app
+        .wait_event(&bot, &id, Duration::from_secs(3), |e| e["status"] == "dead")
+        .await;
+    assert_eq!(e["status"], "dead", "{e}");
+    assert_eq!(e["attempts"].as_array().map(Vec::len), Some(4));
+}
