@@ -260,7 +260,15 @@ async fn interact(
     if out.typing {
         super::responses::start_typing(st, &v.0.id, &out.message.id).await;
     }
-    Ok(HttpResponse::Ok().json(json!({ "message": out.message })))
+    Ok(HttpResponse::Ok().json(MessageBody {
+        message: &out.message,
+    }))
+}
+
+/// `{"message": …}`, serialized straight from the message.
+#[derive(serde::Serialize)]
+struct MessageBody<'a> {
+    message: &'a Message,
 }
 
 fn string_key(body: &Map<String, Value>, key: &str, errors: &mut Vec<FieldError>) -> String {

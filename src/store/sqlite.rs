@@ -15,18 +15,36 @@ use super::*;
 use crate::domain::inbox::{Interaction, NewInteraction};
 use crate::hub::{ApiEvent, Hub};
 
+mod checkpoint;
 mod inbox;
 
 const MIGRATIONS: &[&str] = &[include_str!("../../migrations/sqlite/0001_init.sql")];
 const MAX_BATCH: usize = 512;
+/// Statements kept prepared per connection (the writer runs about 30).
+const STATEMENT_CACHE: usize = 128;
+/// WAL pages past which the writer checkpoints by itself, should the
+/// background checkpointer fall behind (16384 pages = 64 MiB).
+const WRITER_AUTOCHECKPOINT: i64 = 16_384;
 
 type Done = Box<dyn FnOnce(Result<(), String>) + Send>;
-type Job = Box<dyn FnOnce(&Connection) -> Done + Send>;
+type Run = Box<dyn FnOnce(&Connection) -> Done + Send>;
+
+/// A write and whether its commit must reach the disk before it is
+/// answered (accepted work) or may be flushed by a later commit (delivery
+/// bookkeeping, which a crash can only make repeat, never lose).
+struct Job {
+    durable: bool,
+    run: Run,
+}
 
 pub struct SqliteStore {
     path: String,
+    /// Dropped with the store, which ends the checkpointer thread.
+    _checkpointer: crossbeam_channel::Sender<()>,
     writer: crossbeam_channel::Sender<Job>,
     readers: Mutex<Vec<Connection>>,
+    /// Claimed deliveries (event id → lease end, ms).
+    leases: Mutex<std::collections::HashMap<String, i64>>,
     hub: Arc<Hub>,
 }
 
@@ -40,7 +58,19 @@ fn open(path: &str) -> rusqlite::Result<Connection> {
     conn.pragma_update(None, "journal_mode", "WAL")?;
     conn.pragma_update(None, "synchronous", "FULL")?;
     conn.pragma_update(None, "foreign_keys", "ON")?;
+    conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
+    // Plans do not depend on bound values: a cached statement is not
+    // prepared again each time a parameter (a timestamp, say) changes.
+    conn.set_db_config(
+        rusqlite::config::DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG,
+        true,
+    )?;
     Ok(conn)
+}
+
+/// Runs one statement of the connection's statement cache (no parsing per call).
+fn exec(conn: &Connection, sql: &str) -> rusqlite::Result<()> {
+    conn.prepare_cached(sql)?.execute([]).map(|_| ())
 }
 
 impl SqliteStore {
@@ -62,6 +92,10 @@ impl SqliteStore {
                     .map_err(backend)?;
             }
         }
+        // Checkpoints run beside the writer, off its commit path.
+        conn.pragma_update(None, "wal_autocheckpoint", WRITER_AUTOCHECKPOINT)
+            .map_err(backend)?;
+        let checkpointer = checkpoint::spawn(open(path).map_err(backend)?).map_err(backend)?;
         let (tx, rx) = crossbeam_channel::unbounded::<Job>();
         thread::Builder::new()
             .name("blockhook-sqlite-writer".into())
@@ -69,8 +103,10 @@ impl SqliteStore {
             .map_err(backend)?;
         Ok(Self {
             path: path.to_string(),
+            _checkpointer: checkpointer,
             writer: tx,
             readers: Mutex::new(Vec::new()),
+            leases: Mutex::new(Default::default()),
             hub,
         })
     }
@@ -82,17 +118,36 @@ impl SqliteStore {
         T: Send + 'static,
         F: FnOnce(&Connection) -> StoreResult<T> + Send + 'static,
     {
+        self.write_with(true, f).await
+    }
+
+    /// As [`Self::write`], for bookkeeping whose loss in a power cut only
+    /// repeats work: committed without waiting for fsync unless it shares a
+    /// batch with durable work.
+    async fn write_relaxed<T, F>(&self, f: F) -> StoreResult<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Connection) -> StoreResult<T> + Send + 'static,
+    {
+        self.write_with(false, f).await
+    }
+
+    async fn write_with<T, F>(&self, durable: bool, f: F) -> StoreResult<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Connection) -> StoreResult<T> + Send + 'static,
+    {
         let (tx, rx) = oneshot::channel::<StoreResult<T>>();
-        let job: Job = Box::new(move |conn: &Connection| {
-            let result = match conn.execute_batch("SAVEPOINT job") {
+        let run: Run = Box::new(move |conn: &Connection| {
+            let result = match exec(conn, "SAVEPOINT job") {
                 Ok(()) => {
                     let r = f(conn);
                     let end = if r.is_ok() {
-                        "RELEASE job"
+                        exec(conn, "RELEASE job")
                     } else {
-                        "ROLLBACK TO job; RELEASE job"
+                        exec(conn, "ROLLBACK TO job").and_then(|()| exec(conn, "RELEASE job"))
                     };
-                    match conn.execute_batch(end) {
+                    match end {
                         Ok(()) => r,
                         Err(e) => Err(backend(e)),
                     }
@@ -108,7 +163,7 @@ impl SqliteStore {
             })
         });
         self.writer
-            .send(job)
+            .send(Job { durable, run })
             .map_err(|_| StoreError::Backend("writer stopped".into()))?;
         rx.await
             .map_err(|_| StoreError::Backend("writer dropped the job".into()))?
@@ -131,20 +186,42 @@ impl SqliteStore {
 
 fn writer_loop(conn: Connection, rx: crossbeam_channel::Receiver<Job>) {
     let mut done: Vec<Done> = Vec::with_capacity(MAX_BATCH);
-    while let Ok(first) = rx.recv() {
-        let begin = conn.execute_batch("BEGIN IMMEDIATE");
+    let mut held: Option<Job> = None;
+    let mut synchronous_full = true;
+    loop {
+        let first = match held.take() {
+            Some(j) => j,
+            None => match rx.recv() {
+                Ok(j) => j,
+                Err(_) => return,
+            },
+        };
+        // A batch is durable if its first job is; relaxed jobs ride along
+        // in a durable batch, a durable job never in a relaxed one.
+        if first.durable != synchronous_full {
+            let mode = if first.durable { "FULL" } else { "NORMAL" };
+            if conn.pragma_update(None, "synchronous", mode).is_ok() {
+                synchronous_full = first.durable;
+            }
+        }
+        let durable = synchronous_full;
+        let begin = exec(&conn, "BEGIN IMMEDIATE");
         if let Err(e) = begin {
-            first(&conn)(Err(e.to_string()));
+            (first.run)(&conn)(Err(e.to_string()));
             continue;
         }
-        done.push(first(&conn));
+        done.push((first.run)(&conn));
         while done.len() < MAX_BATCH {
             match rx.try_recv() {
-                Ok(job) => done.push(job(&conn)),
+                Ok(job) if job.durable && !durable => {
+                    held = Some(job);
+                    break;
+                }
+                Ok(job) => done.push((job.run)(&conn)),
                 Err(_) => break,
             }
         }
-        let commit = conn.execute_batch("COMMIT").map_err(|e| e.to_string());
+        let commit = exec(&conn, "COMMIT").map_err(|e| e.to_string());
         if commit.is_err() {
             let _ = conn.execute_batch("ROLLBACK");
         }
@@ -213,22 +290,25 @@ fn load_message(conn: &Connection, id: &str) -> StoreResult<Message> {
         .ok_or(StoreError::NotFound)
 }
 
-fn save_message(conn: &Connection, m: &Message) -> StoreResult<()> {
+/// Saves the message; returns the JSON written (the message as the widget
+/// sees it, reused for its stream entry).
+fn save_message(conn: &Connection, m: &Message) -> StoreResult<String> {
     let doc = to_doc(m)?;
     conn.prepare_cached("UPDATE messages SET doc = ?2 WHERE id = ?1")
         .and_then(|mut s| s.execute(params![m.id, doc]))
         .map_err(backend)?;
-    Ok(())
+    Ok(doc)
 }
 
-fn insert_message(conn: &Connection, m: &Message) -> StoreResult<()> {
+/// Inserts the message; returns the JSON written, as [`save_message`].
+fn insert_message(conn: &Connection, m: &Message) -> StoreResult<String> {
     let doc = to_doc(m)?;
     conn.prepare_cached(
         "INSERT INTO messages (id, conversation_id, doc, created_at) VALUES (?1, ?2, ?3, ?4)",
     )
     .and_then(|mut s| s.execute(params![m.id, m.conversation_id, doc, m.created_ms]))
     .map_err(backend)?;
-    Ok(())
+    Ok(doc)
 }
 
 fn append_stream(
@@ -489,7 +569,7 @@ impl Store for SqliteStore {
             let has_event = event.is_some();
             let (entry, api) = self
                 .write(move |c| {
-                    insert_message(c, &msg)?;
+                    let doc = insert_message(c, &msg)?;
                     if let Some(e) = &event {
                         insert_event(c, e)?;
                     }
@@ -504,12 +584,7 @@ impl Store for SqliteStore {
                             data: stored.to_json(msg.created_ms),
                         });
                     }
-                    let entry = append_stream(
-                        c,
-                        &msg.conversation_id,
-                        "message.created",
-                        message_json(&msg),
-                    )?;
+                    let entry = append_stream(c, &msg.conversation_id, "message.created", doc)?;
                     Ok((entry, api))
                 })
                 .await?;
@@ -862,45 +937,60 @@ impl Store for SqliteStore {
         limit: usize,
         skip: Vec<String>,
     ) -> BoxFut<'_, StoreResult<Vec<Claimed>>> {
-        Box::pin(self.write(move |c| {
-            let skip = serde_json::to_string(&skip).map_err(backend)?;
-            let mut s = c
-                .prepare_cached(
-                    "UPDATE events SET leased_until = ?2 WHERE seq IN (
-                        SELECT e.seq FROM events e
-                        WHERE e.is_head = 1 AND e.status IN ('pending', 'failed')
-                          AND e.next_attempt_at <= ?1 AND e.leased_until <= ?1
-                          AND e.chatbot_id NOT IN (SELECT value FROM json_each(?3))
-                          AND e.chatbot_id NOT IN (SELECT id FROM chatbots WHERE endpoint_disabled = 1)
-                        ORDER BY e.next_attempt_at, e.seq LIMIT ?4)
-                     RETURNING seq, id, chatbot_id, conversation_id, payload, attempts, attempt_base",
-                )
-                .map_err(backend)?;
-            let rows = s
-                .query_map(params![now_ms, lease_until, skip, limit as i64], |r| {
-                    Ok(Claimed {
-                        seq: r.get(0)?,
-                        event_id: r.get(1)?,
-                        chatbot_id: r.get(2)?,
-                        conversation_id: r.get(3)?,
-                        payload: bytes::Bytes::from(r.get::<_, Vec<u8>>(4)?),
-                        attempts: r.get(5)?,
-                        attempt_base: r.get(6)?,
-                    })
-                })
-                .and_then(|rows| rows.collect::<rusqlite::Result<Vec<_>>>())
-                .map_err(backend)?;
-            let mut rows = rows;
+        // One process owns a SQLite file, so leases live in memory: a claim
+        // is a read, with no write transaction (and no fsync) of its own.
+        let mut leases = self.leases.lock();
+        leases.retain(|_, until| *until > now_ms);
+        let r = self.read(|c| {
+            let skip = serde_json::to_string(&skip).unwrap_or_default();
+            let mut s = c.prepare_cached(
+                "SELECT seq, id, chatbot_id, conversation_id, payload, attempts, attempt_base FROM events e
+                 WHERE e.is_head = 1 AND e.status IN ('pending', 'failed') AND e.next_attempt_at <= ?1
+                   AND e.chatbot_id NOT IN (SELECT value FROM json_each(?2))
+                   AND e.chatbot_id NOT IN (SELECT id FROM chatbots WHERE endpoint_disabled = 1)
+                 ORDER BY e.next_attempt_at, e.seq LIMIT ?3",
+            )?;
+            let mut out = Vec::with_capacity(limit);
+            let mut rows = s.query(params![now_ms, skip, (limit + leases.len()) as i64])?;
+            while let Some(r) = rows.next()? {
+                if out.len() == limit {
+                    break;
+                }
+                let id: String = r.get(1)?;
+                if leases.contains_key(&id) {
+                    continue;
+                }
+                out.push(Claimed {
+                    seq: r.get(0)?,
+                    event_id: id,
+                    chatbot_id: r.get(2)?,
+                    conversation_id: r.get(3)?,
+                    payload: bytes::Bytes::from(r.get::<_, Vec<u8>>(4)?),
+                    attempts: r.get(5)?,
+                    attempt_base: r.get(6)?,
+                });
+            }
+            Ok(out)
+        });
+        if let Ok(rows) = &r {
+            for c in rows {
+                leases.insert(c.event_id.clone(), lease_until);
+            }
+        }
+        drop(leases);
+        Box::pin(async move {
+            let mut rows = r?;
             rows.sort_by_key(|r| r.seq);
             Ok(rows)
-        }))
+        })
     }
 
     fn record_attempts(&self, records: Vec<AttemptRecord>) -> BoxFut<'_, StoreResult<()>> {
         let hub = self.hub.clone();
         Box::pin(async move {
+            let ids: Vec<String> = records.iter().map(|r| r.event_id.clone()).collect();
             let promoted = self
-                .write(move |c| {
+                .write_relaxed(move |c| {
                     let mut promoted = false;
                     for rec in &records {
                         c.prepare_cached(
@@ -946,6 +1036,12 @@ impl Store for SqliteStore {
                     Ok(promoted)
                 })
                 .await?;
+            {
+                let mut leases = self.leases.lock();
+                for id in &ids {
+                    leases.remove(id);
+                }
+            }
             if promoted {
                 hub.new_events.notify_one();
             }
@@ -954,26 +1050,28 @@ impl Store for SqliteStore {
     }
 
     fn release_leases(&self, event_ids: Option<Vec<String>>) -> BoxFut<'_, StoreResult<()>> {
-        Box::pin(self.write(move |c| {
-            match event_ids {
-                None => c.execute("UPDATE events SET leased_until = 0 WHERE leased_until > 0", []),
-                Some(ids) => c.execute(
-                    "UPDATE events SET leased_until = 0 WHERE id IN (SELECT value FROM json_each(?1))",
-                    [serde_json::to_string(&ids).unwrap_or_default()],
-                ),
+        let mut leases = self.leases.lock();
+        match event_ids {
+            None => leases.clear(),
+            Some(ids) => {
+                for id in ids {
+                    leases.remove(&id);
+                }
             }
-            .map_err(backend)?;
-            Ok(())
-        }))
+        }
+        Box::pin(async { Ok(()) })
     }
 
     fn next_due_at(&self) -> BoxFut<'_, StoreResult<Option<i64>>> {
+        // The earliest attempt still to come; what is due now was claimed,
+        // is in flight (its end wakes the loop) or is held back.
+        let now = crate::domain::time::now_ms();
         let r = self.read(|c| {
             c.prepare_cached(
-                "SELECT min(max(next_attempt_at, leased_until)) FROM events WHERE is_head = 1 AND status IN ('pending', 'failed')
-                 AND chatbot_id NOT IN (SELECT id FROM chatbots WHERE endpoint_disabled = 1)",
+                "SELECT min(next_attempt_at) FROM events WHERE is_head = 1 AND status IN ('pending', 'failed')
+                 AND next_attempt_at > ?1 AND chatbot_id NOT IN (SELECT id FROM chatbots WHERE endpoint_disabled = 1)",
             )?
-            .query_row([], |r| r.get(0))
+            .query_row([now], |r| r.get(0))
         });
         Box::pin(async move { r })
     }

@@ -205,13 +205,8 @@ pub fn apply(
             created_at: now_ms,
         },
     )?;
-    save_message(c, &msg)?;
-    let entry = append_stream(
-        c,
-        &msg.conversation_id,
-        "message.updated",
-        message_json(&msg),
-    )?;
+    let doc = save_message(c, &msg)?;
+    let entry = append_stream(c, &msg.conversation_id, "message.updated", doc)?;
     let typing = msg.typing_on_interaction;
     Ok(Effects {
         out: Interacted {
