@@ -205,7 +205,7 @@ impl Dispatcher {
                 let now = now_ms();
                 let lease_until = now + lease.as_millis() as i64;
                 match store
-                    .claim_due(now, lease_until, free.min(CLAIM_BATCH), skip)
+                    .claim_due(now, lease_until, self.claim_size(free), skip)
                     .await
                 {
                     Ok(batch) if self.stop_claiming.is_cancelled() => {
@@ -237,6 +237,15 @@ impl Dispatcher {
                 _ = self.stop_claiming.cancelled() => return,
             }
         }
+    }
+
+    /// How many deliveries to claim at once: no more than there is room
+    /// for, and no more than one endpoint's limit, so that a busy endpoint
+    /// does not make every claim lease rows only to give them back (the
+    /// loop claims again at once when a claim found work).
+    fn claim_size(&self, free: usize) -> usize {
+        free.min(CLAIM_BATCH)
+            .min(self.state.config.endpoint_concurrency.max(1))
     }
 
     /// How long to sleep when nothing could be claimed: until the next
