@@ -21,6 +21,11 @@ pub enum Command {
     Serve(ServeArgs),
     /// Ask a person in a conversation and wait for the answer.
     Ask(crate::ask_cli::AskArgs),
+    /// Measure the whole pipeline on loopback against a floor forwarder.
+    Bench(crate::bench::BenchArgs),
+    /// The floor of `bench`: a bare forwarder (started by `bench` itself).
+    #[command(name = "bench-floor", hide = true)]
+    BenchFloor(crate::bench::floor::FloorArgs),
 }
 
 pub async fn run() -> Result<i32, String> {
@@ -28,6 +33,8 @@ pub async fn run() -> Result<i32, String> {
     let args = match cli.command {
         Some(Command::Serve(a)) => a,
         Some(Command::Ask(a)) => return Ok(crate::ask_cli::run(a).await),
+        Some(Command::Bench(a)) => return crate::bench::run(a).await,
+        Some(Command::BenchFloor(a)) => return crate::bench::floor::run(a).await,
         None => ServeArgs::defaults_from_env()?,
     };
     serve(args).await

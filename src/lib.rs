@@ -2,6 +2,7 @@
 //! events.
 
 pub mod ask_cli;
+pub mod bench;
 pub mod cli;
 pub mod config;
 pub mod delivery;

@@ -1,6 +1,9 @@
 #[actix_web::main]
 async fn main() {
+    // Logs go to stderr: stdout carries what commands print for scripts
+    // (`ask` answers, `bench --json` reports).
     tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
                 .unwrap_or_else(|_| "blockhook=info,warn".into()),

@@ -1,1 +1,183 @@
-//! (tests to come)
+//! `blockhook bench` run for real on a few hundred clicks: the server as a
+//! child process, the floor forwarder, the built-in receiver. Checks that
+//! the report is consistent — every accepted click delivered, percentiles
+//! in order, rates positive — never how fast it was.
+
+use std::collections::HashMap;
+use std::io::Read;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+/// Runs `blockhook bench ARGS` to the end (bounded) and returns its exit
+/// code and stdout, with its progress and errors (stderr) after it.
+fn bench(args: &[&str]) -> (i32, String) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_blockhook"))
+        .arg("bench")
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start blockhook bench");
+    // Read both pipes while it runs so that neither can fill up.
+    let mut stdout = child.stdout.take().expect("stdout");
+    let mut stderr = child.stderr.take().expect("stderr");
+    let out = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = stdout.read_to_string(&mut s);
+        s
+    });
+    let err = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = stderr.read_to_string(&mut s);
+        s
+    });
+    let deadline = Instant::now() + Duration::from_secs(300);
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            break status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("blockhook bench {args:?} did not finish within 300 s");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let (out, err) = (
+        out.join().unwrap_or_default(),
+        err.join().unwrap_or_default(),
+    );
+    let code = status.code().unwrap_or(-1);
+    if code != 0 {
+        eprintln!("blockhook bench {args:?} exited {code}; stderr:\n{err}");
+    }
+    (code, out)
+}
+
+/// The JSON report, one object per mode.
+fn reports(stdout: &str) -> HashMap<String, Value> {
+    stdout
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| {
+            let v: Value = serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}"));
+            (v["mode"].as_str().expect("mode").to_string(), v)
+        })
+        .collect()
+}
+
+fn num(v: &Value, key: &str) -> f64 {
+    v[key]
+        .as_f64()
+        .unwrap_or_else(|| panic!("{key} missing in {v}"))
+}
+
+/// Every accepted click delivered once, percentiles ordered, rates positive.
+fn assert_consistent(r: &Value, clicks: u64) {
+    let mode = r["mode"].as_str().unwrap_or_default();
+    assert_eq!(r["accepted"], clicks, "{mode}: every click accepted: {r}");
+    assert_eq!(
+        r["delivered"], r["accepted"],
+        "{mode}: every click delivered: {r}"
+    );
+    assert_eq!(r["errors"], 0, "{mode}: {r}");
+    assert_eq!(r["unmatched"], 0, "{mode}: {r}");
+    let e2e = &r["e2e_ms"];
+    let (p50, p90, p99, max) = (
+        num(e2e, "p50"),
+        num(e2e, "p90"),
+        num(e2e, "p99"),
+        num(e2e, "max"),
+    );
+    assert!(
+        0.0 < p50 && p50 <= p90 && p90 <= p99 && p99 <= max,
+        "{mode}: percentiles out of order: {e2e}"
+    );
+    for key in [
+        "accepted_per_s",
+        "delivered_per_s",
+        "floor_per_s",
+        "floor_ratio",
+        "server_peak_rss_mb",
+    ] {
+        let x = num(r, key);
+        assert!(x > 0.0 && x.is_finite(), "{mode}: {key} = {x}");
+    }
+    assert!(num(r, "server_cpu_s") >= 0.0, "{mode}: {r}");
+}
+
+#[test]
+fn closed_and_open_loop_deliver_every_accepted_click() {
+    let (code, out) = bench(&[
+        "--clicks",
+        "300",
+        "--concurrency",
+        "8",
+        "--rate",
+        "200",
+        "--duration",
+        "1s",
+        "--json",
+    ]);
+    assert_eq!(code, 0, "bench failed:\n{out}");
+    let r = reports(&out);
+    assert_eq!(r.len(), 3, "floor, closed and open: {out}");
+    assert_consistent(&r["floor"], 300);
+    assert_consistent(&r["closed"], 300);
+    assert_consistent(&r["open"], 200);
+    assert_eq!(r["floor"]["floor_ratio"], 1.0);
+    // The server did the work of the blockhook modes.
+    assert!(num(&r["closed"], "server_cpu_s") + num(&r["open"], "server_cpu_s") > 0.0);
+    // Both modes are measured against the floor of the same run.
+    let floor = num(&r["floor"], "accepted_per_s").min(num(&r["floor"], "delivered_per_s"));
+    for m in ["closed", "open"] {
+        assert_eq!(num(&r[m], "floor_per_s"), floor, "{m}");
+        let ratio = num(&r[m], "floor_ratio");
+        let expected = num(&r[m], "accepted_per_s").min(num(&r[m], "delivered_per_s"))
+            / num(&r[m], "floor_per_s");
+        assert!(
+            (ratio - expected).abs() < 1e-9,
+            "{m}: ratio {ratio} vs {expected}"
+        );
+    }
+}
+
+#[test]
+fn backlog_is_delivered_once_the_receiver_comes_back() {
+    let (code, out) = bench(&["--backlog", "300", "--concurrency", "8", "--json"]);
+    assert_eq!(code, 0, "bench failed:\n{out}");
+    let r = reports(&out);
+    assert_eq!(r.len(), 2, "floor and backlog: {out}");
+    assert_consistent(&r["floor"], 300);
+    let b = &r["backlog"];
+    assert_consistent(b, 300);
+    assert!(num(b, "backlog_rss_mb") > 0.0, "{b}");
+    assert!(num(b, "resume_s") >= 0.0, "{b}");
+    assert!(
+        num(b, "server_peak_rss_mb") >= num(b, "backlog_rss_mb"),
+        "{b}"
+    );
+}
+
+#[test]
+fn the_table_names_every_mode_and_the_floor_share() {
+    let (code, out) = bench(&["--clicks", "200", "--concurrency", "4"]);
+    assert_eq!(code, 0, "bench failed:\n{out}");
+    let lines: Vec<&str> = out.lines().collect();
+    assert!(
+        lines[0].starts_with("blockhook bench: sqlite database"),
+        "{out}"
+    );
+    assert!(
+        lines[1].starts_with("mode") && lines[1].contains("floor"),
+        "{out}"
+    );
+    let closed = lines
+        .iter()
+        .find(|l| l.starts_with("closed"))
+        .unwrap_or_else(|| panic!("no closed row:\n{out}"));
+    assert!(closed.contains('%'), "{closed}");
+    assert!(lines.iter().any(|l| l.starts_with("floor")), "{out}");
+}

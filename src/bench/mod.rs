@@ -1,0 +1,227 @@
+//! `blockhook bench`: the whole pipeline measured on loopback. The server
+//! runs as a child process (`serve` on a fresh database) so that its CPU and
+//! peak memory can be read from `/proc`; a receiver inside this process
+//! answers 200 at once and times every arrival; the same load goes through a
+//! minimal forwarder (the floor) so that every figure can be read as a share
+//! of what this machine can do at all.
+
+pub mod child;
+pub mod floor;
+pub mod load;
+pub mod modes;
+pub mod receiver;
+pub mod report;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Args;
+
+use crate::domain::duration;
+use report::ModeReport;
+
+#[derive(Debug, Clone, Args)]
+pub struct BenchArgs {
+    /// Closed loop: clicks to measure (runs only the modes asked for; with
+    /// no mode flag, all three run with their defaults).
+    #[arg(long)]
+    pub clicks: Option<u64>,
+    /// Clicks in flight at once (closed loop, backlog, floor).
+    #[arg(long, default_value_t = 64)]
+    pub concurrency: usize,
+    /// Open loop: clicks per second (default 1000 when --duration is given).
+    #[arg(long)]
+    pub rate: Option<f64>,
+    /// Open loop: how long to send (default 10s when --rate is given).
+    #[arg(long, value_parser = duration::parse)]
+    pub duration: Option<Duration>,
+    /// Backlog: clicks accepted while the receiver is down, then drained.
+    #[arg(long)]
+    pub backlog: Option<u64>,
+    /// Conversations to click in (at least --concurrency).
+    #[arg(long, default_value_t = 256)]
+    pub conversations: usize,
+    /// `sqlite` (a fresh file in a temporary folder) or `postgres://…` (a
+    /// fresh database on that server for each mode, dropped after).
+    #[arg(long, default_value = "sqlite")]
+    pub database: String,
+    /// Warm-up clicks before each measured phase (default: a tenth of the
+    /// clicks, 200 to 2,000).
+    #[arg(long)]
+    pub warmup: Option<u64>,
+    /// The blockhook binary to measure (default: this one), to compare two
+    /// builds against the same floor.
+    #[arg(long)]
+    pub server_exe: Option<PathBuf>,
+    /// Print one JSON object per line and mode instead of the table.
+    #[arg(long, default_value_t = false)]
+    pub json: bool,
+}
+
+/// What to run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Plan {
+    pub floor_clicks: u64,
+    pub closed: Option<u64>,
+    pub open: Option<(f64, Duration)>,
+    pub backlog: Option<u64>,
+}
+
+pub const DEFAULT_CLICKS: u64 = 20_000;
+pub const DEFAULT_RATE: f64 = 1_000.0;
+pub const DEFAULT_DURATION: Duration = Duration::from_secs(10);
+pub const DEFAULT_BACKLOG: u64 = 100_000;
+
+impl Plan {
+    pub fn of(a: &BenchArgs) -> Result<Self, String> {
+        let open_asked = a.rate.is_some() || a.duration.is_some();
+        let none = a.clicks.is_none() && !open_asked && a.backlog.is_none();
+        let rate = a.rate.unwrap_or(DEFAULT_RATE);
+        let dur = a.duration.unwrap_or(DEFAULT_DURATION);
+        if !(rate > 0.0 && rate.is_finite()) {
+            return Err("--rate must be a positive number".into());
+        }
+        if a.concurrency == 0 || a.conversations == 0 {
+            return Err("--concurrency and --conversations must be at least 1".into());
+        }
+        // The floor runs as many clicks as the closed loop, or no more than
+        // the smallest mode asked for.
+        let open_clicks = (rate * dur.as_secs_f64()).round().max(1.0) as u64;
+        let smallest = [
+            a.backlog,
+            open_asked.then_some(open_clicks),
+            Some(DEFAULT_CLICKS),
+        ]
+        .into_iter()
+        .flatten()
+        .min()
+        .unwrap_or(DEFAULT_CLICKS);
+        let plan = Plan {
+            floor_clicks: a.clicks.unwrap_or(smallest),
+            closed: if none { Some(DEFAULT_CLICKS) } else { a.clicks },
+            open: (none || open_asked).then_some((rate, dur)),
+            backlog: if none {
+                Some(DEFAULT_BACKLOG)
+            } else {
+                a.backlog
+            },
+        };
+        if plan.floor_clicks == 0 || plan.closed == Some(0) || plan.backlog == Some(0) {
+            return Err("--clicks and --backlog must be at least 1".into());
+        }
+        Ok(plan)
+    }
+}
+
+/// A temporary folder removed when dropped.
+struct TempDir(PathBuf);
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Runs the plan and prints the reports. Exit code 0 when every accepted
+/// click of every mode was delivered, 1 otherwise.
+pub async fn run(args: BenchArgs) -> Result<i32, String> {
+    let plan = Plan::of(&args)?;
+    let dir = TempDir(std::env::temp_dir().join(format!(
+        "blockhook-bench-{}-{}",
+        std::process::id(),
+        uuid::Uuid::new_v4().simple()
+    )));
+    std::fs::create_dir_all(&dir.0).map_err(|e| format!("{}: {e}", dir.0.display()))?;
+    let ctx = modes::Ctx::new(&args, dir.0.clone())?;
+
+    let mut reports: Vec<ModeReport> = Vec::new();
+    eprintln!("bench: floor, {} clicks", plan.floor_clicks);
+    reports.push(modes::floor(&ctx, plan.floor_clicks).await?);
+    if let Some(n) = plan.closed {
+        eprintln!(
+            "bench: closed loop, {n} clicks, concurrency {}",
+            ctx.concurrency
+        );
+        reports.push(modes::closed(&ctx, n).await?);
+    }
+    if let Some((rate, dur)) = plan.open {
+        eprintln!("bench: open loop, {rate}/s for {dur:?}");
+        reports.push(modes::open(&ctx, rate, dur).await?);
+    }
+    if let Some(n) = plan.backlog {
+        eprintln!("bench: backlog of {n} clicks");
+        reports.push(modes::backlog(&ctx, n).await?);
+    }
+
+    let floor_per_s = reports[0].throughput();
+    let closed_per_s = reports
+        .iter()
+        .find(|r| r.mode == "closed")
+        .map(|r| r.delivered_per_s);
+    for r in &mut reports {
+        r.set_floor(floor_per_s);
+        if r.mode == "backlog" && r.delivered_per_s > 0.0 {
+            r.drain_vs_closed = closed_per_s.map(|c| r.delivered_per_s / c);
+        }
+    }
+    if args.json {
+        for r in &reports {
+            println!("{}", serde_json::to_string(r).map_err(|e| e.to_string())?);
+        }
+    } else {
+        println!(
+            "blockhook bench: {} database, {} conversations, {} cores, load average {:.2}",
+            ctx.db_label,
+            ctx.conversations,
+            std::thread::available_parallelism().map_or(0, |n| n.get()),
+            child::load_average()
+        );
+        print!("{}", report::table(&reports));
+    }
+    Ok(if reports.iter().all(ModeReport::consistent) {
+        0
+    } else {
+        1
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct P {
+        #[command(flatten)]
+        a: BenchArgs,
+    }
+
+    fn plan(args: &[&str]) -> Plan {
+        let mut v = vec!["bench"];
+        v.extend_from_slice(args);
+        Plan::of(&P::parse_from(v).a).expect("plan")
+    }
+
+    #[test]
+    fn no_mode_flag_runs_every_mode_with_defaults() {
+        let p = plan(&[]);
+        assert_eq!(p.closed, Some(DEFAULT_CLICKS));
+        assert_eq!(p.open, Some((DEFAULT_RATE, DEFAULT_DURATION)));
+        assert_eq!(p.backlog, Some(DEFAULT_BACKLOG));
+    }
+
+    #[test]
+    fn mode_flags_pick_modes() {
+        let p = plan(&["--clicks", "300"]);
+        assert_eq!((p.closed, p.open, p.backlog), (Some(300), None, None));
+        assert_eq!(p.floor_clicks, 300);
+        let p = plan(&["--rate", "500"]);
+        assert_eq!(p.open, Some((500.0, DEFAULT_DURATION)));
+        assert_eq!(p.closed, None);
+        assert_eq!(p.floor_clicks, 5_000);
+        let p = plan(&["--backlog", "10", "--duration", "2s"]);
+        assert_eq!(p.backlog, Some(10));
+        assert_eq!(p.open, Some((DEFAULT_RATE, Duration::from_secs(2))));
+        assert_eq!(p.floor_clicks, 10);
+    }
+}

@@ -1,0 +1,374 @@
+//! The four measurements: floor, closed loop, open loop, backlog. Each
+//! starts its own server process on a fresh database and its own receiver.
+
+use std::net::TcpListener;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use super::BenchArgs;
+use super::child::{self, Child};
+use super::load::{self, Sent, Target};
+use super::receiver::{Arrivals, Receiver, Tracker};
+use super::report::{ModeReport, Percentiles};
+
+pub struct Ctx {
+    pub dir: PathBuf,
+    pub admin_token: String,
+    pub client: reqwest::Client,
+    /// The server PostgreSQL databases are made on, if not SQLite.
+    pub postgres: Option<String>,
+    pub db_label: &'static str,
+    pub conversations: usize,
+    pub concurrency: usize,
+    pub warmup: Option<u64>,
+    /// This binary: the floor forwarder.
+    pub own_exe: PathBuf,
+    /// The blockhook binary measured (this one unless told otherwise).
+    pub server_exe: PathBuf,
+}
+
+impl Ctx {
+    pub fn new(a: &BenchArgs, dir: PathBuf) -> Result<Self, String> {
+        let postgres = match a.database.as_str() {
+            "sqlite" => None,
+            u if u.starts_with("postgres://") || u.starts_with("postgresql://") => {
+                Some(u.to_string())
+            }
+            other => {
+                return Err(format!(
+                    "--database must be `sqlite` or postgres://…, got `{other}`"
+                ));
+            }
+        };
+        let conversations = a.conversations.max(a.concurrency);
+        let own_exe = std::env::current_exe().map_err(|e| e.to_string())?;
+        Ok(Self {
+            server_exe: a.server_exe.clone().unwrap_or_else(|| own_exe.clone()),
+            own_exe,
+            dir,
+            admin_token: crate::domain::ids::new_secret("adm"),
+            client: load::client(conversations + 16)?,
+            db_label: if postgres.is_some() {
+                "postgres"
+            } else {
+                "sqlite"
+            },
+            postgres,
+            conversations,
+            concurrency: a.concurrency,
+            warmup: a.warmup,
+        })
+    }
+
+    fn warmup_clicks(&self, clicks: u64) -> u64 {
+        self.warmup.unwrap_or((clicks / 10).clamp(200, 2_000))
+    }
+
+    /// Generous time for `n` deliveries to arrive.
+    fn delivery_timeout(n: u64) -> Duration {
+        Duration::from_secs(60 + n / 200)
+    }
+}
+
+fn bind() -> Result<TcpListener, String> {
+    TcpListener::bind("127.0.0.1:0").map_err(|e| format!("cannot bind the receiver: {e}"))
+}
+
+fn port(l: &TcpListener) -> Result<u16, String> {
+    Ok(l.local_addr().map_err(|e| e.to_string())?.port())
+}
+
+/// A blockhook server on a fresh database, its chatbot sending to
+/// `webhook_url`, and one target per conversation.
+struct Server {
+    child: Child,
+    pid: String,
+    targets: Arc<Vec<Target>>,
+    db_url: String,
+}
+
+async fn start_server(
+    ctx: &Ctx,
+    mode: &str,
+    webhook_url: &str,
+    tracker: &Tracker,
+) -> Result<Server, String> {
+    let db_url = match &ctx.postgres {
+        Some(url) => child::fresh_postgres(url).await?,
+        None => format!("sqlite://{}", ctx.dir.join(format!("{mode}.db")).display()),
+    };
+    let args: Vec<String> = [
+        "serve",
+        "--addr",
+        "127.0.0.1:0",
+        "--database",
+        &db_url,
+        "--admin-token",
+        &ctx.admin_token,
+        "--allow-private-webhooks",
+        // Only the backlog mode sees failures; let its retries come soon
+        // and never give up.
+        "--retry-min-delay",
+        "50ms",
+        "--retry-max-delay",
+        "1s",
+        "--retry-max-attempts",
+        "1000000",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let log = ctx.dir.join(format!("{mode}.log"));
+    let child = Child::spawn(&ctx.server_exe, &args, &log).await?;
+    child.wait_healthy(&ctx.client).await?;
+    let targets = load::setup_blockhook(
+        &ctx.client,
+        &child.base,
+        &ctx.admin_token,
+        webhook_url,
+        ctx.conversations,
+        tracker,
+    )
+    .await?;
+    Ok(Server {
+        pid: child.pid.to_string(),
+        child,
+        targets: Arc::new(targets),
+        db_url,
+    })
+}
+
+impl Server {
+    async fn stop(self, ctx: &Ctx) {
+        self.child.stop().await;
+        if let Some(admin) = &ctx.postgres {
+            child::drop_postgres(admin, &self.db_url).await;
+        }
+    }
+}
+
+/// Closed-loop warm-up: connections, caches and the first pages of the
+/// database are ready before anything is timed.
+async fn warm_up(
+    ctx: &Ctx,
+    targets: &Arc<Vec<Target>>,
+    tracker: &Arc<Tracker>,
+    clicks: u64,
+) -> Result<(), String> {
+    let sent = load::closed_loop(&ctx.client, targets, tracker, clicks, ctx.concurrency).await;
+    if let Some(e) = sent.first_error {
+        return Err(format!("warm-up clicks failed: {e}"));
+    }
+    if !tracker
+        .wait_matched(sent.accepted, Ctx::delivery_timeout(sent.accepted))
+        .await
+    {
+        return Err("warm-up clicks were not all delivered".into());
+    }
+    tracker.reset();
+    Ok(())
+}
+
+/// CPU readings around a measured phase.
+struct Meter {
+    pid: String,
+    server0: f64,
+    own0: f64,
+    /// The PostgreSQL server's CPU, when it is the database.
+    db0: Option<f64>,
+    t0: Instant,
+}
+
+const POSTGRES_COMM: &str = "postgres";
+
+impl Meter {
+    fn start(pid: &str, ctx: &Ctx) -> Self {
+        Self {
+            pid: pid.to_string(),
+            server0: child::cpu_seconds(pid),
+            own0: child::cpu_seconds("self"),
+            db0: ctx
+                .postgres
+                .as_ref()
+                .map(|_| child::cpu_seconds_of_all(POSTGRES_COMM)),
+            t0: Instant::now(),
+        }
+    }
+
+    fn report(
+        &self,
+        mode: &'static str,
+        ctx: &Ctx,
+        clicks: u64,
+        sent: Sent,
+        a: Arrivals,
+    ) -> ModeReport {
+        let server_cpu_s = child::cpu_seconds(&self.pid) - self.server0;
+        let delivered_per_s = match (a.first, a.last) {
+            (Some(f), Some(l)) if l > f => a.matched as f64 / (l - f).as_secs_f64(),
+            _ => 0.0,
+        };
+        ModeReport {
+            mode,
+            database: if mode == "floor" {
+                "none"
+            } else {
+                ctx.db_label
+            },
+            conversations: ctx.conversations,
+            clicks,
+            accepted: sent.accepted,
+            delivered: a.matched,
+            errors: sent.errors,
+            unmatched: a.unmatched,
+            duplicates: a.duplicates,
+            accepted_per_s: sent.per_s(),
+            delivered_per_s,
+            e2e_ms: Percentiles::of(a.latencies_us),
+            server_cpu_s,
+            server_cpu_us_per_click: if sent.accepted > 0 {
+                server_cpu_s * 1e6 / sent.accepted as f64
+            } else {
+                0.0
+            },
+            server_peak_rss_mb: child::memory_mb(&self.pid, "VmHWM"),
+            bench_cpu_s: child::cpu_seconds("self") - self.own0,
+            database_cpu_s: self
+                .db0
+                .filter(|_| mode != "floor")
+                .map(|db0| child::cpu_seconds_of_all(POSTGRES_COMM) - db0),
+            elapsed_s: self.t0.elapsed().as_secs_f64(),
+            load_average: child::load_average(),
+            first_error: sent.first_error,
+            ..ModeReport::default()
+        }
+    }
+}
+
+/// The same closed loop through the minimal forwarder.
+pub async fn floor(ctx: &Ctx, clicks: u64) -> Result<ModeReport, String> {
+    let tracker = Tracker::new(ctx.conversations);
+    let receiver = Receiver::start(bind()?, tracker.clone())?;
+    let args: Vec<String> = ["bench-floor", "--target", &receiver.url]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    let child = Child::spawn(&ctx.own_exe, &args, &ctx.dir.join("floor.log")).await?;
+    child.wait_healthy(&ctx.client).await?;
+    let targets = Arc::new(load::setup_floor(&child.base, ctx.conversations, &tracker)?);
+    let pid = child.pid.to_string();
+    let result = async {
+        warm_up(ctx, &targets, &tracker, ctx.warmup_clicks(clicks)).await?;
+        let meter = Meter::start(&pid, ctx);
+        let sent =
+            load::closed_loop(&ctx.client, &targets, &tracker, clicks, ctx.concurrency).await;
+        tracker
+            .wait_matched(sent.accepted, Ctx::delivery_timeout(clicks))
+            .await;
+        let mut r = meter.report("floor", ctx, clicks, sent, tracker.snapshot());
+        r.concurrency = Some(ctx.concurrency);
+        Ok(r)
+    }
+    .await;
+    child.stop().await;
+    receiver.stop().await;
+    result
+}
+
+/// Closed loop: `clicks` clicks by `concurrency` workers.
+pub async fn closed(ctx: &Ctx, clicks: u64) -> Result<ModeReport, String> {
+    let tracker = Tracker::new(ctx.conversations);
+    let receiver = Receiver::start(bind()?, tracker.clone())?;
+    let server = start_server(ctx, "closed", &receiver.url, &tracker).await?;
+    let result = async {
+        warm_up(ctx, &server.targets, &tracker, ctx.warmup_clicks(clicks)).await?;
+        let meter = Meter::start(&server.pid, ctx);
+        let sent = load::closed_loop(
+            &ctx.client,
+            &server.targets,
+            &tracker,
+            clicks,
+            ctx.concurrency,
+        )
+        .await;
+        tracker
+            .wait_matched(sent.accepted, Ctx::delivery_timeout(clicks))
+            .await;
+        let mut r = meter.report("closed", ctx, clicks, sent, tracker.snapshot());
+        r.concurrency = Some(ctx.concurrency);
+        Ok(r)
+    }
+    .await;
+    server.stop(ctx).await;
+    receiver.stop().await;
+    result
+}
+
+/// Open loop: `rate` clicks per second for `duration`.
+pub async fn open(ctx: &Ctx, rate: f64, duration: Duration) -> Result<ModeReport, String> {
+    let clicks = ((rate * duration.as_secs_f64()).round() as u64).max(1);
+    let tracker = Tracker::new(ctx.conversations);
+    let receiver = Receiver::start(bind()?, tracker.clone())?;
+    let server = start_server(ctx, "open", &receiver.url, &tracker).await?;
+    let result = async {
+        warm_up(ctx, &server.targets, &tracker, ctx.warmup_clicks(clicks)).await?;
+        let meter = Meter::start(&server.pid, ctx);
+        let sent = load::open_loop(&ctx.client, &server.targets, &tracker, rate, clicks).await;
+        tracker
+            .wait_matched(sent.accepted, Ctx::delivery_timeout(clicks))
+            .await;
+        let mut r = meter.report("open", ctx, clicks, sent, tracker.snapshot());
+        r.rate = Some(rate);
+        Ok(r)
+    }
+    .await;
+    server.stop(ctx).await;
+    receiver.stop().await;
+    result
+}
+
+/// Backlog: the receiver refuses connections while `clicks` clicks are
+/// accepted, then comes up on the same port; the queue drains.
+pub async fn backlog(ctx: &Ctx, clicks: u64) -> Result<ModeReport, String> {
+    let tracker = Tracker::new(ctx.conversations);
+    // Take a free port, then let it go: nothing listens there until later.
+    let port = port(&bind()?)?;
+    let url = format!("http://127.0.0.1:{port}/hook");
+    let server = start_server(ctx, "backlog", &url, &tracker).await?;
+    let mut receiver = None;
+    let result = async {
+        let meter = Meter::start(&server.pid, ctx);
+        let sent = load::closed_loop(
+            &ctx.client,
+            &server.targets,
+            &tracker,
+            clicks,
+            ctx.concurrency,
+        )
+        .await;
+        let queued_rss = child::memory_mb(&server.pid, "VmRSS");
+        let listener = TcpListener::bind(("127.0.0.1", port))
+            .map_err(|e| format!("cannot bring the receiver back on port {port}: {e}"))?;
+        let up = Instant::now();
+        receiver = Some(Receiver::start(listener, tracker.clone())?);
+        tracker
+            .wait_matched(sent.accepted, Ctx::delivery_timeout(clicks) * 2)
+            .await;
+        let a = tracker.snapshot();
+        let resume = a
+            .first
+            .map(|f| f.saturating_duration_since(up).as_secs_f64());
+        let mut r = meter.report("backlog", ctx, clicks, sent, a);
+        r.concurrency = Some(ctx.concurrency);
+        r.backlog_rss_mb = Some(queued_rss);
+        r.resume_s = resume;
+        Ok(r)
+    }
+    .await;
+    server.stop(ctx).await;
+    if let Some(r) = receiver {
+        r.stop().await;
+    }
+    result
+}

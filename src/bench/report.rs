@@ -1,0 +1,203 @@
+//! The figures of one mode, as JSON (one object per mode) and as a table.
+
+use serde::Serialize;
+
+/// End-to-end latency percentiles in milliseconds.
+#[derive(Debug, Clone, Copy, Default, Serialize)]
+pub struct Percentiles {
+    pub p50: f64,
+    pub p90: f64,
+    pub p99: f64,
+    pub max: f64,
+}
+
+impl Percentiles {
+    /// Nearest-rank percentiles of microsecond samples.
+    pub fn of(mut samples_us: Vec<u64>) -> Self {
+        if samples_us.is_empty() {
+            return Self::default();
+        }
+        samples_us.sort_unstable();
+        let n = samples_us.len();
+        let at = |p: f64| {
+            let rank = ((p / 100.0) * n as f64).ceil() as usize;
+            samples_us[rank.clamp(1, n) - 1] as f64 / 1000.0
+        };
+        Self {
+            p50: at(50.0),
+            p90: at(90.0),
+            p99: at(99.0),
+            max: samples_us[n - 1] as f64 / 1000.0,
+        }
+    }
+}
+
+/// One mode's report.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct ModeReport {
+    pub mode: &'static str,
+    /// `sqlite`, `postgres`, or `none` for the floor.
+    pub database: &'static str,
+    pub conversations: usize,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub concurrency: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rate: Option<f64>,
+    /// Clicks asked for in the measured phase.
+    pub clicks: u64,
+    pub accepted: u64,
+    pub delivered: u64,
+    pub errors: u64,
+    pub unmatched: u64,
+    pub duplicates: u64,
+    pub accepted_per_s: f64,
+    /// Deliveries per second, first to last arrival at the receiver (in
+    /// the backlog mode: the drain after the receiver came back).
+    pub delivered_per_s: f64,
+    pub e2e_ms: Percentiles,
+    pub floor_per_s: f64,
+    /// min(accepted_per_s, delivered_per_s) over the floor's.
+    pub floor_ratio: f64,
+    pub server_cpu_s: f64,
+    pub server_cpu_us_per_click: f64,
+    pub server_peak_rss_mb: f64,
+    /// CPU of the bench process itself (load generator and receiver).
+    pub bench_cpu_s: f64,
+    /// CPU of the PostgreSQL server's processes, when it is the database.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub database_cpu_s: Option<f64>,
+    pub elapsed_s: f64,
+    pub load_average: f64,
+    /// Backlog: server RSS once every click was accepted, receiver down.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub backlog_rss_mb: Option<f64>,
+    /// Backlog: receiver back up → first delivery.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub resume_s: Option<f64>,
+    /// Backlog: drain rate over the closed loop's delivered rate.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub drain_vs_closed: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub first_error: Option<String>,
+}
+
+impl ModeReport {
+    /// The throughput compared with the floor.
+    pub fn throughput(&self) -> f64 {
+        self.accepted_per_s.min(self.delivered_per_s)
+    }
+
+    /// Every accepted click delivered once, nothing unexplained.
+    pub fn consistent(&self) -> bool {
+        self.errors == 0 && self.unmatched == 0 && self.delivered == self.accepted
+    }
+
+    pub fn set_floor(&mut self, floor_per_s: f64) {
+        self.floor_per_s = floor_per_s;
+        self.floor_ratio = if floor_per_s > 0.0 {
+            self.throughput() / floor_per_s
+        } else {
+            0.0
+        };
+    }
+}
+
+/// The share of the floor, except for the open loop, whose rate is set.
+fn floor_share(r: &ModeReport) -> String {
+    if r.rate.is_some() {
+        "-".into()
+    } else {
+        format!("{:.0}%", r.floor_ratio * 100.0)
+    }
+}
+
+/// The table for people.
+pub fn table(reports: &[ModeReport]) -> String {
+    let mut s = format!(
+        "{:<8} {:>8} {:>9} {:>11} {:>12} {:>7} {:>7} {:>7} {:>8} {:>6} {:>7} {:>8} {:>8}\n",
+        "mode",
+        "clicks",
+        "load",
+        "accepted/s",
+        "delivered/s",
+        "p50 ms",
+        "p90 ms",
+        "p99 ms",
+        "max ms",
+        "floor",
+        "cpu s",
+        "µs/click",
+        "peak MB"
+    );
+    for r in reports {
+        let load = match (r.concurrency, r.rate) {
+            (_, Some(rate)) => format!("{rate:.0}/s"),
+            (Some(c), None) => format!("c={c}"),
+            _ => String::new(),
+        };
+        s.push_str(&format!(
+            "{:<8} {:>8} {:>9} {:>11.0} {:>12.0} {:>7.2} {:>7.2} {:>7.2} {:>8.1} {:>6} {:>7.2} {:>8.1} {:>8.1}\n",
+            r.mode,
+            r.accepted,
+            load,
+            r.accepted_per_s,
+            r.delivered_per_s,
+            r.e2e_ms.p50,
+            r.e2e_ms.p90,
+            r.e2e_ms.p99,
+            r.e2e_ms.max,
+            floor_share(r),
+            r.server_cpu_s,
+            r.server_cpu_us_per_click,
+            r.server_peak_rss_mb,
+        ));
+    }
+    for r in reports {
+        if let Some(db) = r.database_cpu_s {
+            s.push_str(&format!(
+                "{}: PostgreSQL used {db:.2} s of CPU besides ({:.1} µs/click)\n",
+                r.mode,
+                db * 1e6 / r.accepted.max(1) as f64
+            ));
+        }
+        if let (Some(rss), Some(resume)) = (r.backlog_rss_mb, r.resume_s) {
+            s.push_str(&format!(
+                "backlog: RSS {rss:.1} MB with {} clicks queued; first delivery {resume:.2} s after the receiver came back; drain {:.0}/s",
+                r.accepted, r.delivered_per_s
+            ));
+            if let Some(x) = r.drain_vs_closed {
+                s.push_str(&format!(" = {:.0}% of the closed loop", x * 100.0));
+            }
+            s.push('\n');
+        }
+        if !r.consistent() {
+            s.push_str(&format!(
+                "{}: {} accepted, {} delivered, {} errors, {} unmatched{}\n",
+                r.mode,
+                r.accepted,
+                r.delivered,
+                r.errors,
+                r.unmatched,
+                r.first_error
+                    .as_deref()
+                    .map(|e| format!(" (first error: {e})"))
+                    .unwrap_or_default()
+            ));
+        }
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nearest_rank_percentiles() {
+        let p = Percentiles::of((1..=100).map(|ms| ms * 1000).collect());
+        assert_eq!((p.p50, p.p90, p.p99, p.max), (50.0, 90.0, 99.0, 100.0));
+        let one = Percentiles::of(vec![1500]);
+        assert_eq!((one.p50, one.max), (1.5, 1.5));
+        assert_eq!(Percentiles::of(Vec::new()).max, 0.0);
+    }
+}
