@@ -640,6 +640,38 @@ pub fn replaced_block(list: &[Interaction], msg: &Message, action: &Action) -> O
         })
 }
 
+/// The inbox changes a reply brings: for a deleted message its pending
+/// interactions are cancelled; otherwise see [`after_replace`].
+pub fn after_reply(
+    existing: Vec<Interaction>,
+    msg: &Message,
+    deleted: bool,
+    chatbot_id: &str,
+    window_ms: i64,
+    now_ms: i64,
+) -> (Vec<Interaction>, Vec<NewInteraction>) {
+    if !deleted {
+        return after_replace(
+            &existing,
+            msg,
+            chatbot_id,
+            Some(msg.created_ms + window_ms),
+            now_ms,
+        );
+    }
+    let changed = existing
+        .into_iter()
+        .filter(|i| i.status == "pending")
+        .map(|mut i| {
+            i.status = "cancelled".into();
+            i.spec.closed_reason = Some("deleted".into());
+            i.updated_at = now_ms;
+            i
+        })
+        .collect();
+    (changed, Vec::new())
+}
+
 /// After a reply replaced a message's blocks: interactions of removed
 /// blocks close (`replaced`), new interactive blocks get interactions.
 /// Returns the interactions to update and the ones to create.

@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 use std::time::Duration;
 
 use super::AppState;
-use super::extract::{Admin, JsonBody};
+use super::extract::{Admin, JsonBody, text_field};
 use crate::delivery::ssrf;
 use crate::domain::ids::{hash_secret, new_id, new_secret, random_bytes};
 use crate::domain::model::Chatbot;
@@ -26,42 +26,6 @@ pub fn new_signing_secret() -> String {
         "whsec_{}",
         base64::engine::general_purpose::STANDARD.encode(random_bytes::<32>())
     )
-}
-
-fn string_field(
-    body: &Value,
-    key: &str,
-    max: usize,
-    errors: &mut Vec<FieldError>,
-) -> Option<String> {
-    match body.get(key) {
-        None => None,
-        Some(Value::String(s)) if s.trim().is_empty() => {
-            errors.push(FieldError::new(
-                format!("/{key}"),
-                "required",
-                "must not be empty",
-            ));
-            None
-        }
-        Some(Value::String(s)) if s.chars().count() > max => {
-            errors.push(FieldError::new(
-                format!("/{key}"),
-                "too_long",
-                format!("must be at most {max} characters"),
-            ));
-            None
-        }
-        Some(Value::String(s)) => Some(s.clone()),
-        Some(_) => {
-            errors.push(FieldError::new(
-                format!("/{key}"),
-                "invalid_type",
-                "must be a string",
-            ));
-            None
-        }
-    }
 }
 
 fn retention(body: &Value, errors: &mut Vec<FieldError>) -> Option<Duration> {
@@ -121,14 +85,14 @@ async fn create_chatbot(
     let body = body.0;
     let mut errors = Vec::new();
     unknown_keys(&body, &["name", "webhook_url", "retention"], &mut errors);
-    let name = string_field(&body, "name", 200, &mut errors);
-    if body.get("name").is_none() {
+    let name = text_field(body.get("name"), "name", 200, &mut errors);
+    if body.get("name").is_none_or(Value::is_null) {
         errors.push(FieldError::new("/name", "required", "name is required"));
     }
-    let url = string_field(&body, "webhook_url", 2000, &mut errors);
+    let url = text_field(body.get("webhook_url"), "webhook_url", 2000, &mut errors);
     match &url {
         Some(u) => check_webhook(&st, u, &mut errors).await,
-        None if body.get("webhook_url").is_none() => errors.push(FieldError::new(
+        None if body.get("webhook_url").is_none_or(Value::is_null) => errors.push(FieldError::new(
             "/webhook_url",
             "required",
             "webhook_url is required",
@@ -190,8 +154,8 @@ async fn update_chatbot(
         &["name", "webhook_url", "retention", "endpoint_disabled"],
         &mut errors,
     );
-    let name = string_field(&body, "name", 200, &mut errors);
-    let url = string_field(&body, "webhook_url", 2000, &mut errors);
+    let name = text_field(body.get("name"), "name", 200, &mut errors);
+    let url = text_field(body.get("webhook_url"), "webhook_url", 2000, &mut errors);
     if let Some(u) = &url {
         check_webhook(&st, u, &mut errors).await;
     }

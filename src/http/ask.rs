@@ -14,7 +14,7 @@ use serde_json::{Map, Value, json};
 use tokio::sync::broadcast;
 
 use super::AppState;
-use super::extract::{Bot, JsonBody};
+use super::extract::{Bot, JsonBody, text_field};
 use super::messages::{Content, new_message};
 use crate::domain::blocks::{Block, BlockState, Button, Field, FieldKind};
 use crate::domain::inbox::{self, NewInteraction, Spec};
@@ -52,42 +52,6 @@ fn valid_id(s: &str) -> bool {
         && s.len() <= 64
         && s.chars()
             .all(|c| c.is_ascii_alphanumeric() || "_.:-".contains(c))
-}
-
-fn text(
-    body: &Map<String, Value>,
-    key: &str,
-    max: usize,
-    errors: &mut Vec<FieldError>,
-) -> Option<String> {
-    match body.get(key) {
-        None | Some(Value::Null) => None,
-        Some(Value::String(s)) if s.trim().is_empty() => {
-            errors.push(FieldError::new(
-                format!("/{key}"),
-                "required",
-                "must not be empty",
-            ));
-            None
-        }
-        Some(Value::String(s)) if s.chars().count() > max => {
-            errors.push(FieldError::new(
-                format!("/{key}"),
-                "too_long",
-                format!("must be at most {max} characters"),
-            ));
-            None
-        }
-        Some(Value::String(s)) => Some(s.clone()),
-        Some(_) => {
-            errors.push(FieldError::new(
-                format!("/{key}"),
-                "invalid_type",
-                "must be a string",
-            ));
-            None
-        }
-    }
 }
 
 fn flag(body: &Map<String, Value>, key: &str, errors: &mut Vec<FieldError>) -> bool {
@@ -135,7 +99,7 @@ fn parse(body: &Value) -> Result<Question, ApiError> {
             ));
         }
     }
-    let message = text(body, "message", 600, &mut errors);
+    let message = text_field(body.get("message"), "message", 600, &mut errors);
     if body.get("message").is_none() {
         errors.push(FieldError::new(
             "/message",
@@ -143,7 +107,7 @@ fn parse(body: &Value) -> Result<Question, ApiError> {
             "message is required",
         ));
     }
-    let title = text(body, "title", 60, &mut errors);
+    let title = text_field(body.get("title"), "title", 60, &mut errors);
     let mut options = Vec::new();
     match body.get("options") {
         None | Some(Value::Null) => {}
@@ -231,8 +195,8 @@ fn parse(body: &Value) -> Result<Question, ApiError> {
     let multiple = flag(body, "multiple", &mut errors);
     let custom = flag(body, "custom", &mut errors);
     let comment = flag(body, "comment", &mut errors);
-    let accept = text(body, "accept", 30, &mut errors);
-    let decline = text(body, "decline", 30, &mut errors);
+    let accept = text_field(body.get("accept"), "accept", 30, &mut errors);
+    let decline = text_field(body.get("decline"), "decline", 30, &mut errors);
     if multiple && options.len() < 2 {
         errors.push(FieldError::new(
             "/multiple",

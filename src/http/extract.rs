@@ -228,3 +228,27 @@ pub fn collection(data: Vec<Value>, next_cursor: Option<String>) -> Value {
         "page": {"has_more": next_cursor.is_some(), "next_cursor": next_cursor}
     })
 }
+
+/// An optional string field of a body: absent or null is `None`; empty,
+/// too long or not a string is recorded in `errors` with its pointer.
+pub fn text_field(
+    value: Option<&Value>,
+    key: &str,
+    max: usize,
+    errors: &mut Vec<crate::error::FieldError>,
+) -> Option<String> {
+    use crate::error::FieldError;
+    let (code, message) = match value {
+        None | Some(Value::Null) => return None,
+        Some(Value::String(s)) if s.trim().is_empty() => {
+            ("required", "must not be empty".to_string())
+        }
+        Some(Value::String(s)) if s.chars().count() > max => {
+            ("too_long", format!("must be at most {max} characters"))
+        }
+        Some(Value::String(s)) => return Some(s.clone()),
+        Some(_) => ("invalid_type", "must be a string".to_string()),
+    };
+    errors.push(FieldError::new(format!("/{key}"), code, message));
+    None
+}

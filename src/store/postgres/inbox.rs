@@ -283,27 +283,8 @@ pub async fn after_reply(
             .await
             .map_err(backend)?;
     let existing = of_message(tx, &msg.id).await?;
-    let (changed, fresh) = if deleted {
-        let changed = existing
-            .into_iter()
-            .filter(|i| i.status == "pending")
-            .map(|mut i| {
-                i.status = "cancelled".into();
-                i.spec.closed_reason = Some("deleted".into());
-                i.updated_at = now_ms;
-                i
-            })
-            .collect();
-        (changed, Vec::new())
-    } else {
-        inbox::after_replace(
-            &existing,
-            msg,
-            &chatbot_id,
-            Some(msg.created_ms + window_ms),
-            now_ms,
-        )
-    };
+    let (changed, fresh) =
+        inbox::after_reply(existing, msg, deleted, &chatbot_id, window_ms, now_ms);
     let mut api = Vec::new();
     for i in changed {
         save(tx, &i).await?;

@@ -271,27 +271,8 @@ pub fn after_reply(
         .map_err(backend)?;
     let existing = of_message(c, &msg.id)?;
     let mut api = Vec::new();
-    let (changed, fresh) = if deleted {
-        let changed = existing
-            .into_iter()
-            .filter(|i| i.status == "pending")
-            .map(|mut i| {
-                i.status = "cancelled".into();
-                i.spec.closed_reason = Some("deleted".into());
-                i.updated_at = now_ms;
-                i
-            })
-            .collect();
-        (changed, Vec::new())
-    } else {
-        inbox::after_replace(
-            &existing,
-            msg,
-            &chatbot_id,
-            Some(msg.created_ms + window_ms),
-            now_ms,
-        )
-    };
+    let (changed, fresh) =
+        inbox::after_reply(existing, msg, deleted, &chatbot_id, window_ms, now_ms);
     for i in changed {
         save(c, &i)?;
         if i.status == "cancelled" && i.updated_at == now_ms {
