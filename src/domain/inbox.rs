@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
 use crate::domain::blocks::{Block, FieldKind};
-use crate::domain::interact::Action;
+use crate::domain::interact::{self, Accepted, Action, Context};
 use crate::domain::model::Message;
 use crate::error::{ApiError, FieldError};
 use actix_web::http::StatusCode;
@@ -558,29 +558,89 @@ pub fn pick<'a>(
 }
 
 /// Records an accepted answer on a pending interaction; an asked question
-/// is answered as a whole, so every block of its message turns off.
+/// is answered as a whole, so every block of its message turns off. Returns
+/// whether a block changed.
 pub fn settle(
     inter: &mut Interaction,
     msg: &mut Message,
     action: &Action,
     values: Option<&Map<String, Value>>,
     now_ms: i64,
-) {
+) -> bool {
     let mut response = response_of(&inter.kind, &inter.spec, action, values);
     response["submitted_at"] = json!(crate::domain::time::rfc3339(now_ms));
     inter.status = "answered".into();
     inter.response = Some(response);
     inter.answered_at = Some(now_ms);
     inter.updated_at = now_ms;
+    let mut changed = false;
     if inter.spec.ask {
         for b in &mut msg.blocks {
             let s = b.state_mut();
             if !s.disabled {
                 s.disabled = true;
                 s.reason = Some("used".into());
+                changed = true;
             }
         }
     }
+    changed
+}
+
+/// What an accepted visitor action does, decided before anything is written.
+pub struct Decided {
+    pub accepted: Accepted,
+    /// The interaction it answered, if that was pending.
+    pub answered: Option<Interaction>,
+    /// Whether a block of the message changed: only then is the message
+    /// saved and shown again (`message.updated`).
+    pub changed: bool,
+}
+
+/// Whether the block an action names is gone from its message: only then do
+/// closed interactions matter (a reply removed the block, `replaced_block`),
+/// so a store loads just the pending and asked ones otherwise.
+pub fn block_gone(msg: &Message, action: &Action) -> bool {
+    !action_block_id(msg, action).is_some_and(|b| msg.blocks.iter().any(|x| x.block_id() == b))
+}
+
+/// The one decision of a click or a submit, shared by every store: checks
+/// the interactions of the message (`interactions`, as loaded under the
+/// store's lock), applies the action to `msg`, settles a pending
+/// interaction. `ctx.allow_comment` and `ctx.require_one_checked` are set
+/// here from the interaction the action answers.
+pub fn decide(
+    interactions: &mut [Interaction],
+    msg: &mut Message,
+    action: &Action,
+    mut ctx: Context<'_>,
+) -> Result<Decided, ApiError> {
+    if let Some(e) = replaced_block(interactions, msg, action) {
+        return Err(e);
+    }
+    let inter = pick(interactions, msg, action);
+    if let Some(i) = &inter {
+        ctx.allow_comment = i.spec.allow_comment;
+        ctx.require_one_checked = i.spec.multiple
+            && matches!(action, Action::Submit { form_id, .. } if Some(form_id) == i.spec.form_id.as_ref());
+    }
+    let accepted = interact::apply(msg, &ctx, action)?;
+    let mut changed = accepted.changed;
+    let mut answered = None;
+    if let Some(i) = inter
+        && i.status == "pending"
+    {
+        changed |= settle(i, msg, action, accepted.values.as_ref(), ctx.now_ms);
+        answered = Some(i.clone());
+    }
+    if changed {
+        msg.updated_at = crate::domain::time::rfc3339(ctx.now_ms);
+    }
+    Ok(Decided {
+        accepted,
+        answered,
+        changed,
+    })
 }
 
 /// Ends a pending interaction: its blocks turn off with `reason`.
@@ -622,7 +682,7 @@ pub fn names(spec: &Spec, action: &Action) -> bool {
 
 /// A click on a block a reply removed: 410 `interaction_closed`, `replaced`.
 pub fn replaced_block(list: &[Interaction], msg: &Message, action: &Action) -> Option<ApiError> {
-    if action_block_id(msg, action).is_some_and(|b| msg.blocks.iter().any(|x| x.block_id() == b)) {
+    if !block_gone(msg, action) {
         return None;
     }
     list.iter()

@@ -49,6 +49,8 @@ pub struct Accepted {
     pub payload: Vec<u8>,
     /// The typed values of a form submit.
     pub values: Option<Map<String, Value>>,
+    /// Whether the block turned off (its state changed).
+    pub changed: bool,
 }
 
 /// Why the blocks of a message are off right now, if they are, apart from
@@ -113,7 +115,8 @@ fn check_open(ctx: &Context<'_>, msg: &Message, block: &Block) -> Result<(), Api
 }
 
 /// Applies `action` to `msg`. On success the message's block state is
-/// updated (when the block turns off on use) and the event is returned.
+/// updated (when the block turns off on use) and the event is returned. A
+/// block that stays on leaves the message untouched (`updated_at` too).
 pub fn apply(msg: &mut Message, ctx: &Context<'_>, action: &Action) -> Result<Accepted, ApiError> {
     let at = rfc3339(ctx.now_ms);
     let base = Base {
@@ -221,11 +224,12 @@ pub fn apply(msg: &mut Message, ctx: &Context<'_>, action: &Action) -> Result<Ac
         state.disabled = true;
         state.reason = Some("used".into());
         state.chosen_action_id = Some(chosen);
+        msg.updated_at = at;
     }
-    msg.updated_at = at;
     Ok(Accepted {
         event_type,
         payload,
         values: typed,
+        changed: disable,
     })
 }

@@ -27,7 +27,9 @@ const STATEMENT_CACHE: usize = 128;
 const WRITER_AUTOCHECKPOINT: i64 = 16_384;
 
 type Done = Box<dyn FnOnce(Result<(), String>) + Send>;
-type Run = Box<dyn FnOnce(&Connection) -> Done + Send>;
+/// Runs a job in the open transaction; `true` beside its answer when it
+/// failed part-way with no savepoint to undo it, so the batch must roll back.
+type Run = Box<dyn FnOnce(&Connection) -> (Done, bool) + Send>;
 
 /// A write and whether its commit must reach the disk before it is
 /// answered (accepted work) or may be flushed by a later commit (delivery
@@ -58,6 +60,9 @@ fn open(path: &str) -> rusqlite::Result<Connection> {
     conn.pragma_update(None, "journal_mode", "WAL")?;
     conn.pragma_update(None, "synchronous", "FULL")?;
     conn.pragma_update(None, "foreign_keys", "ON")?;
+    // A job's SAVEPOINT journals the pages it touches: in memory, not in a
+    // temporary file written through the kernel for every job.
+    conn.pragma_update(None, "temp_store", "MEMORY")?;
     conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
     // Plans do not depend on bound values: a cached statement is not
     // prepared again each time a parameter (a timestamp, say) changes.
@@ -118,49 +123,64 @@ impl SqliteStore {
         T: Send + 'static,
         F: FnOnce(&Connection) -> StoreResult<T> + Send + 'static,
     {
-        self.write_with(true, f).await
+        self.write_with(true, true, f).await
     }
 
-    /// As [`Self::write`], for bookkeeping whose loss in a power cut only
+    /// As [`Self::write`], for a job that decides before it writes: it
+    /// returns an error other than `Backend` only before its first change,
+    /// so it needs no savepoint of its own (each costs a copy of every page
+    /// the job touches); a `Backend` error rolls back its whole batch.
+    /// `durable: false` is for bookkeeping whose loss in a power cut only
     /// repeats work: committed without waiting for fsync unless it shares a
     /// batch with durable work.
-    async fn write_relaxed<T, F>(&self, f: F) -> StoreResult<T>
+    async fn write_decided<T, F>(&self, durable: bool, f: F) -> StoreResult<T>
     where
         T: Send + 'static,
         F: FnOnce(&Connection) -> StoreResult<T> + Send + 'static,
     {
-        self.write_with(false, f).await
+        self.write_with(durable, false, f).await
     }
 
-    async fn write_with<T, F>(&self, durable: bool, f: F) -> StoreResult<T>
+    async fn write_with<T, F>(&self, durable: bool, savepoint: bool, f: F) -> StoreResult<T>
     where
         T: Send + 'static,
         F: FnOnce(&Connection) -> StoreResult<T> + Send + 'static,
     {
         let (tx, rx) = oneshot::channel::<StoreResult<T>>();
         let run: Run = Box::new(move |conn: &Connection| {
-            let result = match exec(conn, "SAVEPOINT job") {
-                Ok(()) => {
-                    let r = f(conn);
-                    let end = if r.is_ok() {
-                        exec(conn, "RELEASE job")
-                    } else {
-                        exec(conn, "ROLLBACK TO job").and_then(|()| exec(conn, "RELEASE job"))
-                    };
-                    match end {
-                        Ok(()) => r,
-                        Err(e) => Err(backend(e)),
+            let mut poisoned = false;
+            let result = if savepoint {
+                match exec(conn, "SAVEPOINT job") {
+                    Ok(()) => {
+                        let r = f(conn);
+                        let end = if r.is_ok() {
+                            exec(conn, "RELEASE job")
+                        } else {
+                            exec(conn, "ROLLBACK TO job").and_then(|()| exec(conn, "RELEASE job"))
+                        };
+                        match end {
+                            Ok(()) => r,
+                            Err(e) => {
+                                poisoned = true;
+                                Err(backend(e))
+                            }
+                        }
                     }
+                    Err(e) => Err(backend(e)),
                 }
-                Err(e) => Err(backend(e)),
+            } else {
+                let r = f(conn);
+                poisoned = matches!(r, Err(StoreError::Backend(_)));
+                r
             };
-            Box::new(move |commit: Result<(), String>| {
+            let done: Done = Box::new(move |commit: Result<(), String>| {
                 let out = match commit {
                     Ok(()) => result,
                     Err(e) => Err(StoreError::Backend(e)),
                 };
                 let _ = tx.send(out);
-            })
+            });
+            (done, poisoned)
         });
         self.writer
             .send(Job { durable, run })
@@ -207,21 +227,30 @@ fn writer_loop(conn: Connection, rx: crossbeam_channel::Receiver<Job>) {
         let durable = synchronous_full;
         let begin = exec(&conn, "BEGIN IMMEDIATE");
         if let Err(e) = begin {
-            (first.run)(&conn)(Err(e.to_string()));
+            (first.run)(&conn).0(Err(e.to_string()));
             continue;
         }
-        done.push((first.run)(&conn));
-        while done.len() < MAX_BATCH {
+        let (d, mut poisoned) = (first.run)(&conn);
+        done.push(d);
+        while done.len() < MAX_BATCH && !poisoned {
             match rx.try_recv() {
                 Ok(job) if job.durable && !durable => {
                     held = Some(job);
                     break;
                 }
-                Ok(job) => done.push((job.run)(&conn)),
+                Ok(job) => {
+                    let (d, p) = (job.run)(&conn);
+                    done.push(d);
+                    poisoned = p;
+                }
                 Err(_) => break,
             }
         }
-        let commit = exec(&conn, "COMMIT").map_err(|e| e.to_string());
+        let commit = if poisoned {
+            Err("a write failed part-way; its batch was rolled back".to_string())
+        } else {
+            exec(&conn, "COMMIT").map_err(|e| e.to_string())
+        };
         if commit.is_err() {
             let _ = conn.execute_batch("ROLLBACK");
         }
@@ -641,7 +670,7 @@ impl Store for SqliteStore {
         let hub = self.hub.clone();
         Box::pin(async move {
             let fx = self
-                .write(move |c| {
+                .write_decided(true, move |c| {
                     let msg = load_message(c, &req.message_id)?;
                     if msg.conversation_id != req.conversation_id {
                         return Err(StoreError::NotFound);
@@ -990,7 +1019,7 @@ impl Store for SqliteStore {
         Box::pin(async move {
             let ids: Vec<String> = records.iter().map(|r| r.event_id.clone()).collect();
             let promoted = self
-                .write_relaxed(move |c| {
+                .write_decided(false, move |c| {
                     let mut promoted = false;
                     for rec in &records {
                         c.prepare_cached(

@@ -9,7 +9,7 @@ use super::{
     Tx, append_stream, backend, insert_event, load_message_for_update, message_json, save_message,
 };
 use crate::domain::inbox::{self, Interaction, NewInteraction};
-use crate::domain::interact::{self, Action, Context};
+use crate::domain::interact::{Action, Context};
 use crate::domain::model::{Message, Person};
 use crate::hub::ApiEvent;
 use crate::store::{Interacted, NewEvent, StoreError, StoreResult, StreamEvent};
@@ -95,6 +95,24 @@ pub async fn of_message(tx: &mut Tx<'_>, message_id: &str) -> StoreResult<Vec<In
     rows.iter().map(|r| row(r).map_err(backend)).collect()
 }
 
+/// The interactions an action on `msg` may concern, locked: the pending and
+/// asked ones, and every one when the action's block is gone from the message.
+async fn of_action(
+    tx: &mut Tx<'_>,
+    msg: &Message,
+    action: &Action,
+) -> StoreResult<Vec<Interaction>> {
+    let rows = sqlx::query(&format!(
+        "SELECT {COLS} FROM interactions WHERE message_id = $1 AND ($2 OR status = 'pending' OR is_ask = 1) FOR UPDATE"
+    ))
+    .bind(&msg.id)
+    .bind(inbox::block_gone(msg, action))
+    .fetch_all(&mut **tx)
+    .await
+    .map_err(backend)?;
+    rows.iter().map(|r| row(r).map_err(backend)).collect()
+}
+
 /// Reads an interaction without locking it: locks are taken message first,
 /// then its interactions (see `apply`), so that a click and an answer on the
 /// same message cannot deadlock.
@@ -153,19 +171,7 @@ pub async fn apply(
     .map_err(backend)?;
     let chatbot_id: String = row.try_get(0).map_err(backend)?;
     let taken: Option<String> = row.try_get(3).map_err(backend)?;
-    let mut interactions = of_message(tx, &msg.id).await?;
-    if let Some(e) = inbox::replaced_block(&interactions, &msg, action) {
-        return Err(StoreError::Api(e));
-    }
-    let inter = inbox::pick(&mut interactions, &msg, action);
-    let (allow_comment, require_one) = match &inter {
-        Some(i) => (
-            i.spec.allow_comment,
-            i.spec.multiple
-                && matches!(action, Action::Submit { form_id, .. } if Some(form_id) == i.spec.form_id.as_ref()),
-        ),
-        None => (false, false),
-    };
+    let mut interactions = of_action(tx, &msg, action).await?;
     let ctx = Context {
         now_ms,
         interactive_window_ms,
@@ -176,16 +182,12 @@ pub async fn apply(
         user,
         event_id,
         response_url,
-        allow_comment,
-        require_one_checked: require_one,
+        allow_comment: false,
+        require_one_checked: false,
     };
-    let accepted = interact::apply(&mut msg, &ctx, action)?;
+    let d = inbox::decide(&mut interactions, &mut msg, action, ctx)?;
     let mut api = Vec::new();
-    let mut answered = None;
-    if let Some(i) = inter
-        && i.status == "pending"
-    {
-        inbox::settle(i, &mut msg, action, accepted.values.as_ref(), now_ms);
+    if let Some(i) = &d.answered {
         save(tx, i).await?;
         api.push(ApiEvent {
             chatbot_id: chatbot_id.clone(),
@@ -193,7 +195,6 @@ pub async fn apply(
             kind: "interaction.answered",
             data: i.to_json(now_ms),
         });
-        answered = Some(i.clone());
     }
     insert_event(
         tx,
@@ -201,29 +202,34 @@ pub async fn apply(
             id: event_id.to_string(),
             chatbot_id,
             conversation_id: msg.conversation_id.clone(),
-            event_type: accepted.event_type,
-            payload: accepted.payload,
+            event_type: d.accepted.event_type,
+            payload: d.accepted.payload,
             created_at: now_ms,
         },
     )
     .await?;
-    save_message(tx, &msg).await?;
-    let entry = append_stream(
-        tx,
-        &msg.conversation_id,
-        "message.updated",
-        message_json(&msg),
-    )
-    .await?;
+    let mut stream = Vec::new();
+    if d.changed {
+        save_message(tx, &msg).await?;
+        stream.push(
+            append_stream(
+                tx,
+                &msg.conversation_id,
+                "message.updated",
+                message_json(&msg),
+            )
+            .await?,
+        );
+    }
     let typing = msg.typing_on_interaction;
     Ok(Effects {
         out: Interacted {
             message: msg,
             typing,
         },
-        stream: vec![entry],
+        stream,
         api,
-        answered,
+        answered: d.answered,
     })
 }
 

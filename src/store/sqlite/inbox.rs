@@ -6,7 +6,7 @@ use serde_json::Value;
 
 use super::{append_stream, backend, insert_event, load_message, message_json, save_message};
 use crate::domain::inbox::{self, Interaction, NewInteraction};
-use crate::domain::interact::{self, Action, Context};
+use crate::domain::interact::{Action, Context};
 use crate::domain::model::{Message, Person};
 use crate::hub::ApiEvent;
 use crate::store::{Interacted, NewEvent, StoreError, StoreResult, StreamEvent};
@@ -95,6 +95,19 @@ pub fn of_message(c: &Connection, message_id: &str) -> StoreResult<Vec<Interacti
         .map_err(backend)
 }
 
+/// The interactions an action on `msg` may concern: the pending and asked
+/// ones, and every one when the action's block is gone from the message.
+fn of_action(c: &Connection, msg: &Message, action: &Action) -> StoreResult<Vec<Interaction>> {
+    let mut s = c
+        .prepare_cached(&format!(
+            "SELECT {COLS} FROM interactions WHERE message_id = ?1 AND (?2 OR status = 'pending' OR is_ask = 1)"
+        ))
+        .map_err(backend)?;
+    s.query_map(params![msg.id, inbox::block_gone(msg, action)], row)
+        .and_then(|rows| rows.collect())
+        .map_err(backend)
+}
+
 pub fn by_id(c: &Connection, id: &str) -> StoreResult<Interaction> {
     c.prepare_cached(&format!("SELECT {COLS} FROM interactions WHERE id = ?1"))
         .and_then(|mut s| s.query_row([id], row).optional())
@@ -152,19 +165,7 @@ pub fn apply(
             })
         })
         .map_err(backend)?;
-    let mut interactions = of_message(c, &msg.id)?;
-    if let Some(e) = inbox::replaced_block(&interactions, &msg, action) {
-        return Err(StoreError::Api(e));
-    }
-    let inter = inbox::pick(&mut interactions, &msg, action);
-    let (allow_comment, require_one) = match &inter {
-        Some(i) => (
-            i.spec.allow_comment,
-            i.spec.multiple
-                && matches!(action, Action::Submit { form_id, .. } if Some(form_id) == i.spec.form_id.as_ref()),
-        ),
-        None => (false, false),
-    };
+    let mut interactions = of_action(c, &msg, action)?;
     let ctx = Context {
         now_ms,
         interactive_window_ms,
@@ -175,16 +176,12 @@ pub fn apply(
         user,
         event_id,
         response_url,
-        allow_comment,
-        require_one_checked: require_one,
+        allow_comment: false,
+        require_one_checked: false,
     };
-    let accepted = interact::apply(&mut msg, &ctx, action)?;
+    let d = inbox::decide(&mut interactions, &mut msg, action, ctx)?;
     let mut api = Vec::new();
-    let mut answered = None;
-    if let Some(i) = inter
-        && i.status == "pending"
-    {
-        inbox::settle(i, &mut msg, action, accepted.values.as_ref(), now_ms);
+    if let Some(i) = &d.answered {
         save(c, i)?;
         api.push(ApiEvent {
             chatbot_id: chatbot_id.clone(),
@@ -192,7 +189,6 @@ pub fn apply(
             kind: "interaction.answered",
             data: i.to_json(now_ms),
         });
-        answered = Some(i.clone());
     }
     insert_event(
         c,
@@ -200,22 +196,30 @@ pub fn apply(
             id: event_id.to_string(),
             chatbot_id,
             conversation_id: msg.conversation_id.clone(),
-            event_type: accepted.event_type,
-            payload: accepted.payload,
+            event_type: d.accepted.event_type,
+            payload: d.accepted.payload,
             created_at: now_ms,
         },
     )?;
-    let doc = save_message(c, &msg)?;
-    let entry = append_stream(c, &msg.conversation_id, "message.updated", doc)?;
+    let mut stream = Vec::new();
+    if d.changed {
+        let doc = save_message(c, &msg)?;
+        stream.push(append_stream(
+            c,
+            &msg.conversation_id,
+            "message.updated",
+            doc,
+        )?);
+    }
     let typing = msg.typing_on_interaction;
     Ok(Effects {
         out: Interacted {
             message: msg,
             typing,
         },
-        stream: vec![entry],
+        stream,
         api,
-        answered,
+        answered: d.answered,
     })
 }
 
