@@ -1,3 +1,9 @@
+/// mimalloc: the service allocates many small, short-lived buffers on several
+/// threads (requests, payloads, SQLite pages), where it measured cheaper than
+/// the system allocator (docs/BENCHMARKS.md).
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[actix_web::main]
 async fn main() {
     // Logs go to stderr: stdout carries what commands print for scripts
