@@ -273,6 +273,7 @@ impl Dispatcher {
         let bots = self.load_bots(&batch).await;
         let limit = self.state.config.endpoint_concurrency;
         let mut release = Vec::new();
+        let mut back = Vec::new();
         for c in batch {
             let bot = match bots.get(&c.chatbot_id) {
                 Some(Ok(b)) => b.clone(),
@@ -289,10 +290,15 @@ impl Dispatcher {
             let admitted = self.admit(&c.chatbot_id, &bot.webhook_url, limit);
             match admitted {
                 Some((probe, permit)) => self.start(c, bot, probe, permit),
-                None => release.push(c.event_id),
+                None => back.push(c),
             }
         }
         self.release(release).await;
+        if !back.is_empty()
+            && let Err(e) = self.state.store.give_back(back).await
+        {
+            tracing::warn!(error = %e, "giving back deliveries failed; their leases expire");
+        }
     }
 
     /// A slot for one delivery to this endpoint, if its limit, its circuit

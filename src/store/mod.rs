@@ -316,6 +316,11 @@ pub trait Store: Send + Sync + 'static {
     fn record_attempts(&self, records: Vec<AttemptRecord>) -> BoxFut<'_, StoreResult<()>>;
     /// Releases all leases (on start of a single instance, and on shutdown).
     fn release_leases(&self, event_ids: Option<Vec<String>>) -> BoxFut<'_, StoreResult<()>>;
+    /// Gives back claimed deliveries that found no room to start, to be
+    /// claimed again first.
+    fn give_back(&self, claims: Vec<Claimed>) -> BoxFut<'_, StoreResult<()>> {
+        self.release_leases(Some(claims.into_iter().map(|c| c.event_id).collect()))
+    }
     /// Time (ms) of the earliest future attempt, to sleep until.
     fn next_due_at(&self) -> BoxFut<'_, StoreResult<Option<i64>>>;
     fn list_events(

@@ -16,6 +16,7 @@ use crate::domain::inbox::{Interaction, NewInteraction};
 use crate::hub::{ApiEvent, Hub};
 
 mod checkpoint;
+mod claims;
 mod inbox;
 
 const MIGRATIONS: &[&str] = &[include_str!("../../migrations/sqlite/0001_init.sql")];
@@ -45,8 +46,8 @@ pub struct SqliteStore {
     _checkpointer: crossbeam_channel::Sender<()>,
     writer: crossbeam_channel::Sender<Job>,
     readers: Mutex<Vec<Connection>>,
-    /// Claimed deliveries (event id → lease end, ms).
-    leases: Mutex<std::collections::HashMap<String, i64>>,
+    /// Leased deliveries and the hot queue (see `claims`).
+    claims: Mutex<claims::Claims>,
     hub: Arc<Hub>,
 }
 
@@ -101,6 +102,19 @@ impl SqliteStore {
         conn.pragma_update(None, "wal_autocheckpoint", WRITER_AUTOCHECKPOINT)
             .map_err(backend)?;
         let checkpointer = checkpoint::spawn(open(path).map_err(backend)?).map_err(backend)?;
+        let mut claims = claims::Claims::default();
+        {
+            let mut st = conn
+                .prepare("SELECT id FROM chatbots WHERE endpoint_disabled = 1")
+                .map_err(backend)?;
+            let ids = st
+                .query_map([], |r| r.get::<_, String>(0))
+                .and_then(|rows| rows.collect::<rusqlite::Result<Vec<String>>>())
+                .map_err(backend)?;
+            for id in ids {
+                claims.set_disabled(&id, true);
+            }
+        }
         let (tx, rx) = crossbeam_channel::unbounded::<Job>();
         thread::Builder::new()
             .name("blockhook-sqlite-writer".into())
@@ -111,7 +125,7 @@ impl SqliteStore {
             _checkpointer: checkpointer,
             writer: tx,
             readers: Mutex::new(Vec::new()),
-            leases: Mutex::new(Default::default()),
+            claims: Mutex::new(claims),
             hub,
         })
     }
@@ -201,6 +215,16 @@ impl SqliteStore {
             pool.push(conn);
         }
         r
+    }
+
+    /// Announces a committed event: a head goes to the hot queue; an event
+    /// behind another of its conversation is handed out when that one is
+    /// done (`record_attempts` promotes it).
+    fn enqueued(&self, hot: Option<Claimed>) {
+        if let Some(c) = hot {
+            self.claims.lock().offer([c]);
+            self.hub.new_events.notify_one();
+        }
     }
 }
 
@@ -358,11 +382,19 @@ fn append_stream(
     })
 }
 
-fn insert_event(conn: &Connection, e: &NewEvent) -> StoreResult<()> {
+/// Inserts an event; returns it as a delivery to hand out at once when it
+/// is the head of its conversation (nothing earlier still to deliver).
+fn insert_event(conn: &Connection, e: NewEvent) -> StoreResult<Option<Claimed>> {
+    // Two plain statements: a RETURNING clause measured dearer than both.
+    let behind: bool = conn
+        .prepare_cached(
+            "SELECT EXISTS (SELECT 1 FROM events WHERE conversation_id = ?1 AND status IN ('pending', 'failed'))",
+        )
+        .and_then(|mut s| s.query_row([&e.conversation_id], |r| r.get(0)))
+        .map_err(backend)?;
     conn.prepare_cached(
         "INSERT INTO events (id, chatbot_id, conversation_id, type, payload, created_at, status, attempts, next_attempt_at, is_head)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'pending', 0, ?6,
-                 NOT EXISTS (SELECT 1 FROM events WHERE conversation_id = ?3 AND status IN ('pending', 'failed')))",
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'pending', 0, ?6, ?7)",
     )
     .and_then(|mut s| {
         s.execute(params![
@@ -371,24 +403,57 @@ fn insert_event(conn: &Connection, e: &NewEvent) -> StoreResult<()> {
             e.conversation_id,
             e.event_type,
             e.payload,
-            e.created_at
+            e.created_at,
+            !behind
         ])
     })
     .map_err(backend)?;
-    Ok(())
+    let seq = conn.last_insert_rowid();
+    Ok((!behind).then(|| Claimed {
+        seq,
+        event_id: e.id,
+        chatbot_id: e.chatbot_id,
+        conversation_id: e.conversation_id,
+        payload: bytes::Bytes::from(e.payload),
+        attempts: 0,
+        attempt_base: 0,
+    }))
 }
 
 /// After an event leaves the active states, the next one of its
 /// conversation becomes the head.
-fn promote_next(conn: &Connection, conversation_id: &str) -> StoreResult<()> {
-    conn.prepare_cached(
-        "UPDATE events SET is_head = 1 WHERE seq = (
-            SELECT min(seq) FROM events WHERE conversation_id = ?1 AND status IN ('pending', 'failed'))
-         AND is_head = 0",
-    )
-    .and_then(|mut s| s.execute([conversation_id]))
-    .map_err(backend)?;
-    Ok(())
+fn promote_next(conn: &Connection, conversation_id: &str) -> StoreResult<Option<(Claimed, i64)>> {
+    let next = conn
+        .prepare_cached(
+            "SELECT seq, id, chatbot_id, conversation_id, payload, attempts, attempt_base, next_attempt_at, is_head
+             FROM events WHERE conversation_id = ?1 AND status IN ('pending', 'failed') ORDER BY seq LIMIT 1",
+        )
+        .and_then(|mut s| {
+            s.query_row([conversation_id], |r| {
+                Ok((
+                    Claimed {
+                        seq: r.get(0)?,
+                        event_id: r.get(1)?,
+                        chatbot_id: r.get(2)?,
+                        conversation_id: r.get(3)?,
+                        payload: bytes::Bytes::from(r.get::<_, Vec<u8>>(4)?),
+                        attempts: r.get(5)?,
+                        attempt_base: r.get(6)?,
+                    },
+                    r.get::<_, i64>(7)?,
+                    r.get::<_, bool>(8)?,
+                ))
+            })
+            .optional()
+        })
+        .map_err(backend)?;
+    let Some((c, at, false)) = next else {
+        return Ok(None);
+    };
+    conn.prepare_cached("UPDATE events SET is_head = 1 WHERE seq = ?1")
+        .and_then(|mut s| s.execute([c.seq]))
+        .map_err(backend)?;
+    Ok(Some((c, at)))
 }
 
 fn message_json(m: &Message) -> String {
@@ -462,6 +527,7 @@ impl Store for SqliteStore {
         let hub = self.hub.clone();
         Box::pin(async move {
             let enabled = !b.endpoint_disabled;
+            let bot_id = b.id.clone();
             self.write(move |c| {
                 let (prev, until) = match b.previous_secret {
                     Some((s, u)) => (Some(s), Some(u)),
@@ -480,6 +546,7 @@ impl Store for SqliteStore {
                 Ok(())
             })
             .await?;
+            self.claims.lock().set_disabled(&bot_id, !enabled);
             if enabled {
                 hub.new_events.notify_one();
             }
@@ -596,12 +663,13 @@ impl Store for SqliteStore {
         let hub = self.hub.clone();
         Box::pin(async move {
             let has_event = event.is_some();
-            let (entry, api) = self
+            let (entry, api, hot) = self
                 .write(move |c| {
                     let doc = insert_message(c, &msg)?;
-                    if let Some(e) = &event {
-                        insert_event(c, e)?;
-                    }
+                    let hot = match event {
+                        Some(e) => insert_event(c, e)?,
+                        None => None,
+                    };
                     let mut api = Vec::new();
                     for i in &interactions {
                         inbox::insert(c, i, msg.created_ms)?;
@@ -614,13 +682,13 @@ impl Store for SqliteStore {
                         });
                     }
                     let entry = append_stream(c, &msg.conversation_id, "message.created", doc)?;
-                    Ok((entry, api))
+                    Ok((entry, api, hot))
                 })
                 .await?;
             hub.publish(vec![entry]);
             hub.publish_api(api);
             if has_event {
-                hub.new_events.notify_one();
+                self.enqueued(hot);
             }
             Ok(())
         })
@@ -689,7 +757,7 @@ impl Store for SqliteStore {
                 .await?;
             hub.publish(fx.stream);
             hub.publish_api(fx.api);
-            hub.new_events.notify_one();
+            self.enqueued(fx.hot);
             Ok(fx.out)
         })
     }
@@ -749,7 +817,7 @@ impl Store for SqliteStore {
     fn answer_interaction(&self, req: AnswerRequest) -> BoxFut<'_, StoreResult<AnswerOutcome>> {
         let hub = self.hub.clone();
         Box::pin(async move {
-            let (outcome, stream, api) = self
+            let (outcome, stream, api, hot) = self
                 .write(move |c| {
                     let i = inbox::by_id(c, &req.interaction_id)?;
                     if i.chatbot_id != req.chatbot_id {
@@ -773,7 +841,7 @@ impl Store for SqliteStore {
                             )));
                         }
                         let v = serde_json::from_str(&result).map_err(backend)?;
-                        return Ok((AnswerOutcome::Repeated(v), Vec::new(), Vec::new()));
+                        return Ok((AnswerOutcome::Repeated(v), Vec::new(), Vec::new(), None));
                     }
                     if i.status_at(req.now_ms) != "pending" {
                         return Err(StoreError::Api(crate::domain::inbox::not_pending()));
@@ -799,12 +867,12 @@ impl Store for SqliteStore {
                         params![req.interaction_id, req.idempotency_key, req.body_hash, answered.to_json(req.now_ms).to_string()],
                     )
                     .map_err(backend)?;
-                    Ok((AnswerOutcome::Answered(Box::new(answered)), fx.stream, fx.api))
+                    Ok((AnswerOutcome::Answered(Box::new(answered)), fx.stream, fx.api, fx.hot))
                 })
                 .await?;
             hub.publish(stream);
             hub.publish_api(api);
-            hub.new_events.notify_one();
+            self.enqueued(hot);
             Ok(outcome)
         })
     }
@@ -967,46 +1035,56 @@ impl Store for SqliteStore {
         skip: Vec<String>,
     ) -> BoxFut<'_, StoreResult<Vec<Claimed>>> {
         // One process owns a SQLite file, so leases live in memory: a claim
-        // is a read, with no write transaction (and no fsync) of its own.
-        let mut leases = self.leases.lock();
-        leases.retain(|_, until| *until > now_ms);
-        let r = self.read(|c| {
-            let skip = serde_json::to_string(&skip).unwrap_or_default();
-            let mut s = c.prepare_cached(
-                "SELECT seq, id, chatbot_id, conversation_id, payload, attempts, attempt_base FROM events e
-                 WHERE e.is_head = 1 AND e.status IN ('pending', 'failed') AND e.next_attempt_at <= ?1
-                   AND e.chatbot_id NOT IN (SELECT value FROM json_each(?2))
-                   AND e.chatbot_id NOT IN (SELECT id FROM chatbots WHERE endpoint_disabled = 1)
-                 ORDER BY e.next_attempt_at, e.seq LIMIT ?3",
-            )?;
-            let mut out = Vec::with_capacity(limit);
-            let mut rows = s.query(params![now_ms, skip, (limit + leases.len()) as i64])?;
-            while let Some(r) = rows.next()? {
-                if out.len() == limit {
-                    break;
+        // takes the hot queue first and reads the table only when it may
+        // hold more (see `claims`), with no write transaction of its own.
+        let mut cl = self.claims.lock();
+        cl.expire(now_ms);
+        let mut out = cl.take_hot(limit, &skip, lease_until);
+        let r = if out.len() < limit && cl.cold_due(now_ms, &skip) {
+            let want = limit - out.len();
+            let scan = self.read(|c| {
+                let skip = serde_json::to_string(&skip).unwrap_or_default();
+                let mut s = c.prepare_cached(
+                    "SELECT seq, id, chatbot_id, conversation_id, payload, attempts, attempt_base FROM events e
+                     WHERE e.is_head = 1 AND e.status IN ('pending', 'failed') AND e.next_attempt_at <= ?1
+                       AND e.chatbot_id NOT IN (SELECT value FROM json_each(?2))
+                       AND e.chatbot_id NOT IN (SELECT id FROM chatbots WHERE endpoint_disabled = 1)
+                     ORDER BY e.next_attempt_at, e.seq LIMIT ?3",
+                )?;
+                let mut found = Vec::with_capacity(want);
+                let mut rows = s.query(params![now_ms, skip, (want + cl.leases.len()) as i64])?;
+                while let Some(r) = rows.next()? {
+                    if found.len() == want {
+                        break;
+                    }
+                    let id: String = r.get(1)?;
+                    if cl.leases.contains_key(&id) {
+                        continue;
+                    }
+                    found.push(Claimed {
+                        seq: r.get(0)?,
+                        event_id: id,
+                        chatbot_id: r.get(2)?,
+                        conversation_id: r.get(3)?,
+                        payload: bytes::Bytes::from(r.get::<_, Vec<u8>>(4)?),
+                        attempts: r.get(5)?,
+                        attempt_base: r.get(6)?,
+                    });
                 }
-                let id: String = r.get(1)?;
-                if leases.contains_key(&id) {
-                    continue;
+                Ok(found)
+            });
+            scan.map(|found| {
+                cl.scanned(now_ms, found.len() < want, &skip);
+                for c in found {
+                    cl.leases.insert(c.event_id.clone(), lease_until);
+                    out.push(c);
                 }
-                out.push(Claimed {
-                    seq: r.get(0)?,
-                    event_id: id,
-                    chatbot_id: r.get(2)?,
-                    conversation_id: r.get(3)?,
-                    payload: bytes::Bytes::from(r.get::<_, Vec<u8>>(4)?),
-                    attempts: r.get(5)?,
-                    attempt_base: r.get(6)?,
-                });
-            }
+                out
+            })
+        } else {
             Ok(out)
-        });
-        if let Ok(rows) = &r {
-            for c in rows {
-                leases.insert(c.event_id.clone(), lease_until);
-            }
-        }
-        drop(leases);
+        };
+        drop(cl);
         Box::pin(async move {
             let mut rows = r?;
             rows.sort_by_key(|r| r.seq);
@@ -1018,9 +1096,11 @@ impl Store for SqliteStore {
         let hub = self.hub.clone();
         Box::pin(async move {
             let ids: Vec<String> = records.iter().map(|r| r.event_id.clone()).collect();
-            let promoted = self
+            let (promoted, retries, gone) = self
                 .write_decided(false, move |c| {
-                    let mut promoted = false;
+                    let mut promoted = Vec::new();
+                    let mut retries = Vec::new();
+                    let mut gone = Vec::new();
                     for rec in &records {
                         c.prepare_cached(
                             "INSERT OR REPLACE INTO attempts (event_id, number, at, status_code, duration_ms, error, response_excerpt)
@@ -1050,28 +1130,50 @@ impl Store for SqliteStore {
                         )
                         .and_then(|mut s| s.execute(params![rec.event_id, status, rec.number, next, is_head as i64]))
                         .map_err(backend)?;
-                        if rec.next == AttemptNext::EndpointGone {
-                            c.prepare_cached(
-                                "UPDATE chatbots SET endpoint_disabled = 1 WHERE id = (SELECT chatbot_id FROM events WHERE id = ?1)",
-                            )
-                            .and_then(|mut s| s.execute([&rec.event_id]))
-                            .map_err(backend)?;
+                        if let AttemptNext::RetryAt(t) = rec.next {
+                            retries.push(t);
                         }
-                        if !is_head {
-                            promote_next(c, &rec.conversation_id)?;
-                            promoted = true;
+                        if rec.next == AttemptNext::EndpointGone {
+                            let bot: String = c
+                                .prepare_cached(
+                                    "UPDATE chatbots SET endpoint_disabled = 1 WHERE id = (SELECT chatbot_id FROM events WHERE id = ?1)
+                                     RETURNING id",
+                                )
+                                .and_then(|mut s| s.query_row([&rec.event_id], |r| r.get(0)))
+                                .map_err(backend)?;
+                            gone.push(bot);
+                        }
+                        if !is_head && let Some(p) = promote_next(c, &rec.conversation_id)? {
+                            promoted.push(p);
                         }
                     }
-                    Ok(promoted)
+                    Ok((promoted, retries, gone))
                 })
                 .await?;
+            let wake = !promoted.is_empty() || !gone.is_empty();
             {
-                let mut leases = self.leases.lock();
+                let mut cl = self.claims.lock();
                 for id in &ids {
-                    leases.remove(id);
+                    cl.leases.remove(id);
                 }
+                for t in retries {
+                    cl.retry_at(t);
+                }
+                for bot in &gone {
+                    cl.set_disabled(bot, true);
+                }
+                let now = crate::domain::time::now_ms();
+                let mut due = Vec::with_capacity(promoted.len());
+                for (c, at) in promoted {
+                    if at <= now {
+                        due.push(c);
+                    } else {
+                        cl.cold_at(at);
+                    }
+                }
+                cl.offer(due);
             }
-            if promoted {
+            if wake {
                 hub.new_events.notify_one();
             }
             Ok(())
@@ -1079,30 +1181,29 @@ impl Store for SqliteStore {
     }
 
     fn release_leases(&self, event_ids: Option<Vec<String>>) -> BoxFut<'_, StoreResult<()>> {
-        let mut leases = self.leases.lock();
+        let mut cl = self.claims.lock();
         match event_ids {
-            None => leases.clear(),
+            None => cl.leases.retain(|_, until| *until == i64::MAX),
             Some(ids) => {
                 for id in ids {
-                    leases.remove(&id);
+                    cl.leases.remove(&id);
                 }
             }
         }
+        cl.cold_at(0);
+        Box::pin(async { Ok(()) })
+    }
+
+    fn give_back(&self, claims: Vec<Claimed>) -> BoxFut<'_, StoreResult<()>> {
+        self.claims.lock().give_back(claims);
         Box::pin(async { Ok(()) })
     }
 
     fn next_due_at(&self) -> BoxFut<'_, StoreResult<Option<i64>>> {
-        // The earliest attempt still to come; what is due now was claimed,
-        // is in flight (its end wakes the loop) or is held back.
+        // Known in memory: the next retry, or the next safety scan.
         let now = crate::domain::time::now_ms();
-        let r = self.read(|c| {
-            c.prepare_cached(
-                "SELECT min(next_attempt_at) FROM events WHERE is_head = 1 AND status IN ('pending', 'failed')
-                 AND next_attempt_at > ?1 AND chatbot_id NOT IN (SELECT id FROM chatbots WHERE endpoint_disabled = 1)",
-            )?
-            .query_row([now], |r| r.get(0))
-        });
-        Box::pin(async move { r })
+        let at = self.claims.lock().next_due_at(now);
+        Box::pin(async move { Ok(at) })
     }
 
     fn list_events(
@@ -1209,6 +1310,7 @@ impl Store for SqliteStore {
                 Ok(())
             })
             .await?;
+            self.claims.lock().cold_at(0);
             hub.new_events.notify_one();
             Ok(())
         })

@@ -9,7 +9,7 @@ use crate::domain::inbox::{self, Interaction, NewInteraction};
 use crate::domain::interact::{Action, Context};
 use crate::domain::model::{Message, Person};
 use crate::hub::ApiEvent;
-use crate::store::{Interacted, NewEvent, StoreError, StoreResult, StreamEvent};
+use crate::store::{Claimed, Interacted, NewEvent, StoreError, StoreResult, StreamEvent};
 
 pub const COLS: &str = "id, chatbot_id, conversation_id, message_id, type, status, prompt, payload, spec, response, expires_at, created_at, updated_at, answered_at";
 
@@ -139,6 +139,8 @@ pub struct Effects {
     pub stream: Vec<StreamEvent>,
     pub api: Vec<ApiEvent>,
     pub answered: Option<Interaction>,
+    /// The event, to hand out at once when it heads its conversation.
+    pub hot: Option<Claimed>,
 }
 
 /// Applies an action to a loaded message inside the current transaction:
@@ -190,9 +192,9 @@ pub fn apply(
             data: i.to_json(now_ms),
         });
     }
-    insert_event(
+    let hot = insert_event(
         c,
-        &NewEvent {
+        NewEvent {
             id: event_id.to_string(),
             chatbot_id,
             conversation_id: msg.conversation_id.clone(),
@@ -220,6 +222,7 @@ pub fn apply(
         stream,
         api,
         answered: d.answered,
+        hot,
     })
 }
 

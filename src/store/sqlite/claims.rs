@@ -1,0 +1,255 @@
+//! Claims on SQLite, kept in memory (one process owns the file): the leases
+//! of deliveries handed out, and the hot queue — head events just committed,
+//! handed to the dispatcher without reading them back from the table.
+//!
+//! The table stays the truth: a hot event is an ordinary `pending` row, and
+//! whatever the queue does not hold (a retry coming due, a promoted head
+//! whose claim fell behind, an overflow, a restart) is found by a scan of the
+//! table. `cold_due_at` says when such a scan is next needed, so that a busy
+//! dispatcher fed from the queue does not scan after every delivery.
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap, HashSet, VecDeque};
+
+use crate::store::Claimed;
+
+/// Most events waiting in the hot queue; past it they wait in the table.
+const HOT_MAX: usize = 4096;
+/// Longest time between two scans of the table while the queue feeds the
+/// dispatcher (a safety net: every known cause of work sets `cold_due_at`).
+pub const RESCAN_MS: i64 = 1000;
+/// The lease of a queued (not yet claimed) event: it never expires.
+const QUEUED: i64 = i64::MAX;
+
+/// `Default`: a (re)started process scans first (`cold_due_at` 0): the
+/// table may hold a backlog.
+#[derive(Default)]
+pub struct Claims {
+    /// Claimed or queued deliveries: event id → lease end (ms).
+    pub leases: HashMap<String, i64>,
+    hot: VecDeque<Claimed>,
+    /// When the table may next hold a claimable event the queue lacks.
+    cold_due_at: i64,
+    /// Retry times recorded and not yet come due.
+    retries: BinaryHeap<Reverse<i64>>,
+    /// The chatbots the last complete scan left out (no room then): their
+    /// due events may still wait in the table.
+    skipped_by_scan: Vec<String>,
+    /// Chatbots whose endpoint is disabled (`410 Gone`): their events wait
+    /// in the table, which the scan leaves out.
+    disabled: HashSet<String>,
+}
+
+impl Claims {
+    /// Queues committed head events, due now, for the next claims.
+    pub fn offer(&mut self, items: impl IntoIterator<Item = Claimed>) {
+        for c in items {
+            if self.disabled.contains(&c.chatbot_id) {
+                continue;
+            }
+            if self.hot.len() < HOT_MAX && !self.leases.contains_key(&c.event_id) {
+                self.leases.insert(c.event_id.clone(), QUEUED);
+                self.hot.push_back(c);
+            } else {
+                self.cold_due_at = 0;
+            }
+        }
+    }
+
+    /// The table holds claimable work from `at` on.
+    pub fn cold_at(&mut self, at: i64) {
+        self.cold_due_at = self.cold_due_at.min(at);
+    }
+
+    /// A retry falls due at `at`.
+    pub fn retry_at(&mut self, at: i64) {
+        self.retries.push(Reverse(at));
+        self.cold_at(at);
+    }
+
+    /// Puts claimed events that could not start back at the front of the
+    /// queue, in their order.
+    pub fn give_back(&mut self, mut items: Vec<Claimed>) {
+        items.sort_by_key(|c| std::cmp::Reverse(c.seq));
+        for c in items {
+            self.leases.insert(c.event_id.clone(), QUEUED);
+            self.hot.push_front(c);
+        }
+    }
+
+    /// Marks a chatbot's endpoint disabled (its queued events go back to
+    /// the table) or enabled again (the table is scanned for its events).
+    pub fn set_disabled(&mut self, chatbot_id: &str, disabled: bool) {
+        if disabled {
+            self.disabled.insert(chatbot_id.to_string());
+            let leases = &mut self.leases;
+            self.hot.retain(|c| {
+                let keep = c.chatbot_id != chatbot_id;
+                if !keep {
+                    leases.remove(&c.event_id);
+                }
+                keep
+            });
+        } else if self.disabled.remove(chatbot_id) {
+            self.cold_due_at = 0;
+        }
+    }
+
+    /// Ends expired leases; their events are the table's to hand out again.
+    pub fn expire(&mut self, now_ms: i64) {
+        let before = self.leases.len();
+        self.leases.retain(|_, until| *until > now_ms);
+        if self.leases.len() != before {
+            self.cold_due_at = 0;
+        }
+    }
+
+    /// Takes up to `limit` queued events whose chatbot is not in `skip`,
+    /// leasing them until `lease_until`.
+    pub fn take_hot(&mut self, limit: usize, skip: &[String], lease_until: i64) -> Vec<Claimed> {
+        let mut out = Vec::new();
+        let mut i = 0;
+        while out.len() < limit && i < self.hot.len() {
+            if skip.contains(&self.hot[i].chatbot_id) {
+                i += 1;
+                continue;
+            }
+            if let Some(c) = self.hot.remove(i) {
+                self.leases.insert(c.event_id.clone(), lease_until);
+                out.push(c);
+            }
+        }
+        out
+    }
+
+    /// Whether the table is to be scanned now, leaving out `skip`.
+    pub fn cold_due(&self, now_ms: i64, skip: &[String]) -> bool {
+        now_ms >= self.cold_due_at || self.skipped_by_scan.iter().any(|b| !skip.contains(b))
+    }
+
+    /// After a scan that left out `skip`: `complete` when it found
+    /// everything due (fewer rows than asked for), so the next scan waits for
+    /// the next known cause.
+    pub fn scanned(&mut self, now_ms: i64, complete: bool, skip: &[String]) {
+        if !complete {
+            self.cold_due_at = 0;
+            return;
+        }
+        self.skipped_by_scan = skip.to_vec();
+        while self.retries.peek().is_some_and(|Reverse(t)| *t <= now_ms) {
+            self.retries.pop();
+        }
+        let next_retry = self.retries.peek().map_or(i64::MAX, |Reverse(t)| *t);
+        self.cold_due_at = next_retry.min(now_ms + RESCAN_MS);
+    }
+
+    /// When the next claim may find work that no wake-up announces.
+    pub fn next_due_at(&self, now_ms: i64) -> Option<i64> {
+        (self.cold_due_at > now_ms).then_some(self.cold_due_at)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ev(id: &str, bot: &str) -> Claimed {
+        Claimed {
+            seq: 0,
+            event_id: id.into(),
+            chatbot_id: bot.into(),
+            conversation_id: "c".into(),
+            payload: bytes::Bytes::new(),
+            attempts: 0,
+            attempt_base: 0,
+        }
+    }
+
+    #[test]
+    fn queued_events_are_taken_in_order_skipping_held_back_chatbots() {
+        let mut c = Claims::default();
+        c.scanned(0, true, &[]);
+        c.offer([ev("a", "x"), ev("b", "y"), ev("c", "x")]);
+        let got = c.take_hot(10, &["y".to_string()], 99);
+        let ids: Vec<_> = got.iter().map(|c| c.event_id.as_str()).collect();
+        assert_eq!(ids, ["a", "c"]);
+        assert_eq!(c.leases.get("a"), Some(&99));
+        assert_eq!(c.leases.get("b"), Some(&QUEUED));
+        assert_eq!(c.take_hot(10, &[], 5).len(), 1);
+    }
+
+    #[test]
+    fn a_complete_scan_waits_for_the_next_retry_and_no_longer_than_the_rescan() {
+        let mut c = Claims::default();
+        assert!(c.cold_due(0, &[]), "a fresh process scans first");
+        c.retry_at(1_500);
+        c.scanned(1_000, true, &[]);
+        assert!(!c.cold_due(1_499, &[]));
+        assert!(c.cold_due(1_500, &[]));
+        c.scanned(1_600, true, &[]);
+        assert_eq!(c.next_due_at(1_600), Some(1_600 + RESCAN_MS));
+        c.scanned(1_700, false, &[]);
+        assert!(c.cold_due(1_700, &[]), "an incomplete scan scans again");
+    }
+
+    #[test]
+    fn expired_leases_and_overflow_send_the_next_claim_to_the_table() {
+        let mut c = Claims::default();
+        c.scanned(0, true, &[]);
+        c.offer([ev("a", "x")]);
+        c.take_hot(1, &[], 10);
+        assert!(!c.cold_due(5, &[]));
+        c.expire(11);
+        assert!(c.cold_due(11, &[]));
+        c.scanned(11, true, &[]);
+        c.offer((0..=HOT_MAX).map(|i| ev(&i.to_string(), "x")));
+        assert!(c.cold_due(12, &[]));
+    }
+
+    #[test]
+    fn a_chatbot_left_out_of_a_scan_is_scanned_for_once_it_has_room() {
+        let mut c = Claims::default();
+        let held = vec!["x".to_string()];
+        c.scanned(0, true, &held);
+        assert!(!c.cold_due(1, &held));
+        assert!(c.cold_due(1, &[]));
+        c.scanned(1, true, &[]);
+        assert!(!c.cold_due(2, &[]));
+    }
+
+    #[test]
+    fn a_disabled_endpoint_gets_nothing_from_the_queue_until_enabled() {
+        let mut c = Claims::default();
+        c.scanned(0, true, &[]);
+        c.offer([ev("a", "x"), ev("b", "y")]);
+        c.set_disabled("x", true);
+        c.offer([ev("c", "x")]);
+        let ids: Vec<_> = c
+            .take_hot(9, &[], 9)
+            .into_iter()
+            .map(|c| c.event_id)
+            .collect();
+        assert_eq!(ids, ["b"]);
+        assert!(!c.leases.contains_key("a"), "back to the table");
+        assert!(!c.cold_due(1, &[]));
+        c.set_disabled("x", false);
+        assert!(c.cold_due(1, &[]), "enabled again: the table is scanned");
+    }
+
+    #[test]
+    fn given_back_events_are_claimed_first_in_their_order() {
+        let mut c = Claims::default();
+        c.offer([ev("c", "x")]);
+        let mut a = ev("a", "x");
+        a.seq = 1;
+        let mut b = ev("b", "x");
+        b.seq = 2;
+        c.give_back(vec![b, a]);
+        let ids: Vec<_> = c
+            .take_hot(3, &[], 9)
+            .into_iter()
+            .map(|c| c.event_id)
+            .collect();
+        assert_eq!(ids, ["a", "b", "c"]);
+    }
+}
