@@ -362,6 +362,9 @@ pub async fn backlog(ctx: &Ctx, clicks: u64) -> Result<ModeReport, String> {
         let mut r = meter.report("backlog", ctx, clicks, sent, a);
         r.concurrency = Some(ctx.concurrency);
         r.backlog_rss_mb = Some(queued_rss);
+        // The kernel's VmHWM and VmRSS are kept apart per thread and can
+        // disagree by a few pages; the peak is at least any RSS seen.
+        r.server_peak_rss_mb = r.server_peak_rss_mb.max(queued_rss);
         r.resume_s = resume;
         Ok(r)
     }

@@ -1,12 +1,14 @@
 //! SQLite store: one writer thread that drains a channel into one
-//! transaction per batch (group commit, `synchronous=FULL`), and a small pool
-//! of read connections (WAL). The single writer also serialises
-//! first-click-wins.
+//! transaction per batch (group commit), a syncer thread that makes each
+//! batch durable (`fdatasync` of the WAL) before its writes are answered
+//! while the writer runs the next, and a small pool of read connections
+//! (WAL). The single writer also serialises first-click-wins.
 
 use std::path::Path;
 use std::sync::Arc;
 use std::thread;
 
+use crossbeam_channel::Sender;
 use parking_lot::Mutex;
 use rusqlite::{Connection, OptionalExtension, params};
 use tokio::sync::oneshot;
@@ -28,9 +30,10 @@ const STATEMENT_CACHE: usize = 128;
 const WRITER_AUTOCHECKPOINT: i64 = 16_384;
 
 type Done = Box<dyn FnOnce(Result<(), String>) + Send>;
-/// Runs a job in the open transaction; `true` beside its answer when it
-/// failed part-way with no savepoint to undo it, so the batch must roll back.
-type Run = Box<dyn FnOnce(&Connection) -> (Done, bool) + Send>;
+/// Runs a job in the open transaction (`None`: no transaction could be
+/// opened, the job fails unrun); `true` beside its answer when it failed
+/// part-way with no savepoint to undo it, so the batch must roll back.
+type Run = Box<dyn FnOnce(Option<&Connection>) -> (Done, bool) + Send>;
 
 /// A write and whether its commit must reach the disk before it is
 /// answered (accepted work) or may be flushed by a later commit (delivery
@@ -116,9 +119,19 @@ impl SqliteStore {
             }
         }
         let (tx, rx) = crossbeam_channel::unbounded::<Job>();
+        let (sync_tx, sync_rx) = crossbeam_channel::unbounded::<Vec<Done>>();
+        let wal_path = std::path::PathBuf::from(format!("{path}-wal"));
+        thread::Builder::new()
+            .name("blockhook-sqlite-sync".into())
+            .spawn(move || syncer_loop(wal_path, sync_rx))
+            .map_err(backend)?;
+        // The writer commits without syncing; the syncer makes each durable
+        // batch reach the disk before it is answered.
+        conn.pragma_update(None, "synchronous", "NORMAL")
+            .map_err(backend)?;
         thread::Builder::new()
             .name("blockhook-sqlite-writer".into())
-            .spawn(move || writer_loop(conn, rx))
+            .spawn(move || writer_loop(conn, rx, sync_tx))
             .map_err(backend)?;
         Ok(Self {
             path: path.to_string(),
@@ -161,15 +174,19 @@ impl SqliteStore {
         F: FnOnce(&Connection) -> StoreResult<T> + Send + 'static,
     {
         let (tx, rx) = oneshot::channel::<StoreResult<T>>();
-        let run: Run = Box::new(move |conn: &Connection| {
+        let run: Run = Box::new(move |conn: Option<&Connection>| {
             let mut poisoned = false;
-            let result = if savepoint {
-                match exec(conn, "SAVEPOINT job") {
+            let result = match conn {
+                None => Err(StoreError::Backend(
+                    "no write transaction could be opened".into(),
+                )),
+                Some(conn) if savepoint => match exec(conn, "SAVEPOINT job") {
                     Ok(()) => {
                         let r = f(conn);
                         let end = if r.is_ok() {
                             exec(conn, "RELEASE job")
                         } else {
+                            message_cache::clear();
                             exec(conn, "ROLLBACK TO job").and_then(|()| exec(conn, "RELEASE job"))
                         };
                         match end {
@@ -181,11 +198,12 @@ impl SqliteStore {
                         }
                     }
                     Err(e) => Err(backend(e)),
+                },
+                Some(conn) => {
+                    let r = f(conn);
+                    poisoned = matches!(r, Err(StoreError::Backend(_)));
+                    r
                 }
-            } else {
-                let r = f(conn);
-                poisoned = matches!(r, Err(StoreError::Backend(_)));
-                r
             };
             let done: Done = Box::new(move |commit: Result<(), String>| {
                 let out = match commit {
@@ -228,42 +246,26 @@ impl SqliteStore {
     }
 }
 
-fn writer_loop(conn: Connection, rx: crossbeam_channel::Receiver<Job>) {
+fn writer_loop(conn: Connection, rx: crossbeam_channel::Receiver<Job>, sync: Sender<Vec<Done>>) {
+    message_cache::enable();
     let mut done: Vec<Done> = Vec::with_capacity(MAX_BATCH);
-    let mut held: Option<Job> = None;
-    let mut synchronous_full = true;
     loop {
-        let first = match held.take() {
-            Some(j) => j,
-            None => match rx.recv() {
-                Ok(j) => j,
-                Err(_) => return,
-            },
+        let first = match rx.recv() {
+            Ok(j) => j,
+            Err(_) => return,
         };
-        // A batch is durable if its first job is; relaxed jobs ride along
-        // in a durable batch, a durable job never in a relaxed one.
-        if first.durable != synchronous_full {
-            let mode = if first.durable { "FULL" } else { "NORMAL" };
-            if conn.pragma_update(None, "synchronous", mode).is_ok() {
-                synchronous_full = first.durable;
-            }
-        }
-        let durable = synchronous_full;
-        let begin = exec(&conn, "BEGIN IMMEDIATE");
-        if let Err(e) = begin {
-            (first.run)(&conn).0(Err(e.to_string()));
+        if let Err(e) = exec(&conn, "BEGIN IMMEDIATE") {
+            (first.run)(None).0(Err(e.to_string()));
             continue;
         }
-        let (d, mut poisoned) = (first.run)(&conn);
+        let mut durable = first.durable;
+        let (d, mut poisoned) = (first.run)(Some(&conn));
         done.push(d);
         while done.len() < MAX_BATCH && !poisoned {
             match rx.try_recv() {
-                Ok(job) if job.durable && !durable => {
-                    held = Some(job);
-                    break;
-                }
                 Ok(job) => {
-                    let (d, p) = (job.run)(&conn);
+                    durable |= job.durable;
+                    let (d, p) = (job.run)(Some(&conn));
                     done.push(d);
                     poisoned = p;
                 }
@@ -276,10 +278,56 @@ fn writer_loop(conn: Connection, rx: crossbeam_channel::Receiver<Job>) {
             exec(&conn, "COMMIT").map_err(|e| e.to_string())
         };
         if commit.is_err() {
+            message_cache::clear();
             let _ = conn.execute_batch("ROLLBACK");
         }
-        for d in done.drain(..) {
-            d(commit.clone());
+        if commit.is_ok() && durable {
+            // Answered once the WAL reached the disk; the next batch runs
+            // meanwhile.
+            let batch = std::mem::replace(&mut done, Vec::with_capacity(MAX_BATCH));
+            if let Err(crossbeam_channel::SendError(batch)) = sync.send(batch) {
+                for d in batch {
+                    d(Err("the WAL syncer stopped".into()));
+                }
+            }
+        } else {
+            for d in done.drain(..) {
+                d(commit.clone());
+            }
+        }
+    }
+}
+
+/// The WAL syncer: makes committed batches durable with one `fdatasync` of
+/// the WAL file for everything committed since the last, then answers them.
+/// Commits run with `synchronous=NORMAL` (no sync of their own), so the
+/// writer starts the next batch while this one reaches the disk — the same
+/// guarantee as `synchronous=FULL` for every answered write, without the
+/// writer waiting for the disk.
+fn syncer_loop(wal_path: std::path::PathBuf, rx: crossbeam_channel::Receiver<Vec<Done>>) {
+    let mut wal: Option<std::fs::File> = None;
+    while let Ok(first) = rx.recv() {
+        let mut batches = vec![first];
+        while let Ok(more) = rx.try_recv() {
+            batches.push(more);
+        }
+        let synced = match &wal {
+            Some(f) => f.sync_data(),
+            None => std::fs::OpenOptions::new()
+                .write(true)
+                .open(&wal_path)
+                .and_then(|f| {
+                    f.sync_data()?;
+                    wal = Some(f);
+                    Ok(())
+                }),
+        }
+        .map_err(|e| format!("syncing the WAL failed: {e}"));
+        if let Err(e) = &synced {
+            tracing::error!(error = %e, "writes were committed but may not be on disk");
+        }
+        for d in batches.into_iter().flatten() {
+            d(synced.clone());
         }
     }
 }
@@ -333,7 +381,67 @@ fn to_doc(m: &Message) -> StoreResult<String> {
     serde_json::to_string(m).map_err(backend)
 }
 
+/// Messages most recently read or written by the writer thread, as parsed:
+/// a click reads its message without a query or a parse. Only the writer
+/// thread has one (every change of a message is written there, and the
+/// cache follows each; a rolled-back job or batch empties it).
+mod message_cache {
+    use std::cell::RefCell;
+    use std::num::NonZeroUsize;
+
+    use crate::domain::model::Message;
+
+    const CAPACITY: NonZeroUsize = NonZeroUsize::new(4096).unwrap();
+
+    thread_local! {
+        static CACHE: RefCell<Option<lru::LruCache<String, Message>>> = const { RefCell::new(None) };
+    }
+
+    /// Gives the calling thread (the writer) a cache.
+    pub fn enable() {
+        CACHE.with(|c| *c.borrow_mut() = Some(lru::LruCache::new(CAPACITY)));
+    }
+
+    pub fn get(id: &str) -> Option<Message> {
+        CACHE.with(|c| c.borrow_mut().as_mut()?.get(id).cloned())
+    }
+
+    pub fn put(m: &Message) {
+        CACHE.with(|c| {
+            if let Some(cache) = c.borrow_mut().as_mut() {
+                cache.put(m.id.clone(), m.clone());
+            }
+        });
+    }
+
+    pub fn forget(id: &str) {
+        CACHE.with(|c| {
+            if let Some(cache) = c.borrow_mut().as_mut() {
+                cache.pop(id);
+            }
+        });
+    }
+
+    /// After a rollback: what the cache holds may not have been kept.
+    pub fn clear() {
+        CACHE.with(|c| {
+            if let Some(cache) = c.borrow_mut().as_mut() {
+                cache.clear();
+            }
+        });
+    }
+}
+
 fn load_message(conn: &Connection, id: &str) -> StoreResult<Message> {
+    if let Some(m) = message_cache::get(id) {
+        return Ok(m);
+    }
+    let m = load_message_uncached(conn, id)?;
+    message_cache::put(&m);
+    Ok(m)
+}
+
+fn load_message_uncached(conn: &Connection, id: &str) -> StoreResult<Message> {
     conn.prepare_cached("SELECT doc, created_at FROM messages WHERE id = ?1 AND deleted = 0")
         .and_then(|mut s| {
             s.query_row([id], |r| parse_message(&r.get::<_, String>(0)?, r.get(1)?))
@@ -350,6 +458,7 @@ fn save_message(conn: &Connection, m: &Message) -> StoreResult<String> {
     conn.prepare_cached("UPDATE messages SET doc = ?2 WHERE id = ?1")
         .and_then(|mut s| s.execute(params![m.id, doc]))
         .map_err(backend)?;
+    message_cache::put(m);
     Ok(doc)
 }
 
@@ -361,6 +470,7 @@ fn insert_message(conn: &Connection, m: &Message) -> StoreResult<String> {
     )
     .and_then(|mut s| s.execute(params![m.id, m.conversation_id, doc, m.created_ms]))
     .map_err(backend)?;
+    message_cache::put(m);
     Ok(doc)
 }
 
@@ -953,6 +1063,7 @@ impl Store for SqliteStore {
                         Reply::Delete => {
                             let m = load_message(c, &req.message_id)?;
                             c.execute("UPDATE messages SET deleted = 1 WHERE id = ?1", [&m.id]).map_err(backend)?;
+                            message_cache::forget(&m.id);
                             api = inbox::after_reply(c, &m, true, window, req.now_ms)?;
                             entries.push(append_stream(
                                 c,
