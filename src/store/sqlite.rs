@@ -17,12 +17,15 @@ use super::*;
 use crate::domain::inbox::{Interaction, NewInteraction};
 use crate::hub::{ApiEvent, Hub};
 
+mod cache;
 mod checkpoint;
 mod claims;
 mod inbox;
 
 const MIGRATIONS: &[&str] = &[include_str!("../../migrations/sqlite/0001_init.sql")];
 const MAX_BATCH: usize = 512;
+/// Visitor tokens kept by the read cache.
+const CACHED_ROWS: std::num::NonZeroUsize = std::num::NonZeroUsize::new(16_384).unwrap();
 /// Statements kept prepared per connection (the writer runs about 30).
 const STATEMENT_CACHE: usize = 128;
 /// WAL pages past which the writer checkpoints by itself, should the
@@ -51,6 +54,8 @@ pub struct SqliteStore {
     readers: Mutex<Vec<Connection>>,
     /// Leased deliveries and the hot queue (see `claims`).
     claims: Mutex<claims::Claims>,
+    /// Conversations by visitor-token hash, read by every widget request.
+    visitors: cache::ReadCache<Conversation>,
     hub: Arc<Hub>,
 }
 
@@ -139,6 +144,7 @@ impl SqliteStore {
             writer: tx,
             readers: Mutex::new(Vec::new()),
             claims: Mutex::new(claims),
+            visitors: cache::ReadCache::new(CACHED_ROWS),
             hub,
         })
     }
@@ -692,14 +698,20 @@ impl Store for SqliteStore {
     }
 
     fn conversation_by_token(&self, token_hash: &str) -> BoxFut<'_, StoreResult<Conversation>> {
-        let r = self.read(|c| {
-            c.prepare_cached(&format!(
-                "SELECT {CONV_COLS} FROM conversations WHERE token_hash = ?1"
-            ))?
-            .query_row([token_hash], conversation_row)
-            .optional()
-        });
-        Box::pin(async move { r?.ok_or(StoreError::NotFound) })
+        let r = match self.visitors.get(token_hash) {
+            Ok(v) => Ok(v),
+            Err(generation) => self
+                .read(|c| {
+                    c.prepare_cached(&format!(
+                        "SELECT {CONV_COLS} FROM conversations WHERE token_hash = ?1"
+                    ))?
+                    .query_row([token_hash], conversation_row)
+                    .optional()
+                })
+                .and_then(|v| v.ok_or(StoreError::NotFound))
+                .inspect(|v| self.visitors.put(generation, token_hash, v)),
+        };
+        Box::pin(async move { r })
     }
 
     fn takeover(
@@ -758,6 +770,7 @@ impl Store for SqliteStore {
                     Ok((out, api))
                 })
                 .await?;
+            self.visitors.invalidate();
             hub.publish(events.0);
             hub.publish_api(events.1);
             Ok(())
@@ -1262,6 +1275,7 @@ impl Store for SqliteStore {
                 })
                 .await?;
             let wake = !promoted.is_empty() || !gone.is_empty();
+
             {
                 let mut cl = self.claims.lock();
                 for id in &ids {
