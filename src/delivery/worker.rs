@@ -331,6 +331,11 @@ impl Dispatcher {
             if bots.contains_key(&c.chatbot_id) {
                 continue;
             }
+            if let Some(b) = &c.bot {
+                // Read in the transaction that committed the event.
+                bots.insert(c.chatbot_id.clone(), Ok(b.clone()));
+                continue;
+            }
             let b = self
                 .state
                 .store

@@ -958,6 +958,7 @@ impl Store for PostgresStore {
                         payload: bytes::Bytes::from(r.try_get::<Vec<u8>, _>(4)?),
                         attempts: r.try_get::<i64, _>(5)? as u32,
                         attempt_base: r.try_get::<i64, _>(6)? as u32,
+                        bot: None,
                     })
                 })
                 .collect::<Result<Vec<_>, sqlx::Error>>()

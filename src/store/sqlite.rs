@@ -120,7 +120,7 @@ impl SqliteStore {
                 .and_then(|rows| rows.collect::<rusqlite::Result<Vec<String>>>())
                 .map_err(backend)?;
             for id in ids {
-                claims.set_disabled(&id, true);
+                claims.chatbot_changed(&id, true);
             }
         }
         let (tx, rx) = crossbeam_channel::unbounded::<Job>();
@@ -341,6 +341,9 @@ fn syncer_loop(wal_path: std::path::PathBuf, rx: crossbeam_channel::Receiver<Vec
 // ---- row mapping -----------------------------------------------------------
 
 const CHATBOT_COLS: &str = "id, name, webhook_url, retention_ms, signing_secret, previous_secret, previous_until, endpoint_disabled, member_id, created_at";
+/// [`CHATBOT_COLS`] of a join's `b` (chatbots), read by [`chatbot_row`] first.
+const CHATBOT_COLS_OF_B: &str = "b.id, b.name, b.webhook_url, b.retention_ms, b.signing_secret, b.previous_secret, b.previous_until, b.endpoint_disabled, b.member_id, b.created_at";
+const CHATBOT_COL_COUNT: usize = 10;
 
 fn chatbot_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Chatbot> {
     let prev: Option<String> = r.get(5)?;
@@ -533,6 +536,7 @@ fn insert_event(conn: &Connection, e: NewEvent) -> StoreResult<Option<Claimed>> 
         payload: bytes::Bytes::from(e.payload),
         attempts: 0,
         attempt_base: 0,
+        bot: None,
     }))
 }
 
@@ -555,6 +559,7 @@ fn promote_next(conn: &Connection, conversation_id: &str) -> StoreResult<Option<
                         payload: bytes::Bytes::from(r.get::<_, Vec<u8>>(4)?),
                         attempts: r.get(5)?,
                         attempt_base: r.get(6)?,
+                        bot: None,
                     },
                     r.get::<_, i64>(7)?,
                     r.get::<_, bool>(8)?,
@@ -662,7 +667,7 @@ impl Store for SqliteStore {
                 Ok(())
             })
             .await?;
-            self.claims.lock().set_disabled(&bot_id, !enabled);
+            self.claims.lock().chatbot_changed(&bot_id, !enabled);
             if enabled {
                 hub.new_events.notify_one();
             }
@@ -1193,6 +1198,7 @@ impl Store for SqliteStore {
                         payload: bytes::Bytes::from(r.get::<_, Vec<u8>>(4)?),
                         attempts: r.get(5)?,
                         attempt_base: r.get(6)?,
+                        bot: None,
                     });
                 }
                 Ok(found)
@@ -1285,7 +1291,7 @@ impl Store for SqliteStore {
                     cl.retry_at(t);
                 }
                 for bot in &gone {
-                    cl.set_disabled(bot, true);
+                    cl.chatbot_changed(bot, true);
                 }
                 let now = crate::domain::time::now_ms();
                 let mut due = Vec::with_capacity(promoted.len());

@@ -77,9 +77,13 @@ impl Claims {
         }
     }
 
-    /// Marks a chatbot's endpoint disabled (its queued events go back to
-    /// the table) or enabled again (the table is scanned for its events).
-    pub fn set_disabled(&mut self, chatbot_id: &str, disabled: bool) {
+    /// After a change of a chatbot: its queued events drop the copy they
+    /// carry (the dispatcher reads it afresh); a disabled endpoint's queued
+    /// events go back to the table, an enabled one's are scanned for.
+    pub fn chatbot_changed(&mut self, chatbot_id: &str, disabled: bool) {
+        for c in self.hot.iter_mut().filter(|c| c.chatbot_id == chatbot_id) {
+            c.bot = None;
+        }
         if disabled {
             self.disabled.insert(chatbot_id.to_string());
             let leases = &mut self.leases;
@@ -162,6 +166,7 @@ mod tests {
             payload: bytes::Bytes::new(),
             attempts: 0,
             attempt_base: 0,
+            bot: None,
         }
     }
 
@@ -222,7 +227,7 @@ mod tests {
         let mut c = Claims::default();
         c.scanned(0, true, &[]);
         c.offer([ev("a", "x"), ev("b", "y")]);
-        c.set_disabled("x", true);
+        c.chatbot_changed("x", true);
         c.offer([ev("c", "x")]);
         let ids: Vec<_> = c
             .take_hot(9, &[], 9)
@@ -232,7 +237,7 @@ mod tests {
         assert_eq!(ids, ["b"]);
         assert!(!c.leases.contains_key("a"), "back to the table");
         assert!(!c.cold_due(1, &[]));
-        c.set_disabled("x", false);
+        c.chatbot_changed("x", false);
         assert!(c.cold_due(1, &[]), "enabled again: the table is scanned");
     }
 

@@ -4,10 +4,13 @@
 use rusqlite::{Connection, OptionalExtension, params};
 use serde_json::Value;
 
-use super::{append_stream, backend, insert_event, load_message, message_json, save_message};
+use super::{
+    CHATBOT_COL_COUNT, CHATBOT_COLS_OF_B, append_stream, backend, chatbot_row, insert_event,
+    load_message, message_json, save_message,
+};
 use crate::domain::inbox::{self, Interaction, NewInteraction};
 use crate::domain::interact::{Action, Context};
-use crate::domain::model::{Message, Person};
+use crate::domain::model::{Chatbot, Message, Person};
 use crate::hub::ApiEvent;
 use crate::store::{Claimed, Interacted, NewEvent, StoreError, StoreResult, StreamEvent};
 
@@ -156,17 +159,24 @@ pub fn apply(
     now_ms: i64,
     interactive_window_ms: i64,
 ) -> StoreResult<Effects> {
-    let (chatbot_id, retention_ms, conv_created, taken): (String, i64, i64, Option<String>) = c
-        .prepare_cached(
-            "SELECT v.chatbot_id, b.retention_ms, v.created_at, v.taken_over_by
+    // The chatbot whole: its event goes to the dispatcher with it.
+    let (bot, conv_created, taken): (Chatbot, i64, Option<String>) = c
+        .prepare_cached(&format!(
+            "SELECT {}, v.created_at, v.taken_over_by
              FROM conversations v JOIN chatbots b ON b.id = v.chatbot_id WHERE v.id = ?1",
-        )
+            CHATBOT_COLS_OF_B
+        ))
         .and_then(|mut s| {
             s.query_row([&msg.conversation_id], |r| {
-                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+                Ok((
+                    chatbot_row(r)?,
+                    r.get(CHATBOT_COL_COUNT)?,
+                    r.get(CHATBOT_COL_COUNT + 1)?,
+                ))
             })
         })
         .map_err(backend)?;
+    let (chatbot_id, retention_ms) = (bot.id.clone(), bot.retention_ms);
     let mut interactions = of_action(c, &msg, action)?;
     let ctx = Context {
         now_ms,
@@ -192,7 +202,7 @@ pub fn apply(
             data: i.to_json(now_ms),
         });
     }
-    let hot = insert_event(
+    let mut hot = insert_event(
         c,
         NewEvent {
             id: event_id.to_string(),
@@ -212,6 +222,9 @@ pub fn apply(
             "message.updated",
             doc,
         )?);
+    }
+    if let Some(h) = hot.as_mut() {
+        h.bot = Some(std::sync::Arc::new(bot));
     }
     let typing = msg.typing_on_interaction;
     Ok(Effects {
