@@ -84,16 +84,41 @@ pub async fn run(
         }
     }
     rec.duration_ms = started.elapsed().as_millis() as i64;
-    metrics::histogram!("blockhook_attempt_duration_seconds")
-        .record(started.elapsed().as_secs_f64());
-    let outcome = match rec.next {
-        AttemptNext::Succeeded => "succeeded",
-        AttemptNext::Dead => "dead",
-        AttemptNext::RetryAt(_) => "failed",
-        AttemptNext::EndpointGone => "gone",
-    };
-    metrics::counter!("blockhook_deliveries_total", "outcome" => outcome).increment(1);
+    meters().duration.record(started.elapsed().as_secs_f64());
+    let m = meters();
+    match rec.next {
+        AttemptNext::Succeeded => &m.succeeded,
+        AttemptNext::Dead => &m.dead,
+        AttemptNext::RetryAt(_) => &m.failed,
+        AttemptNext::EndpointGone => &m.gone,
+    }
+    .increment(1);
     rec
+}
+
+/// The delivery metrics, registered once (a lookup by name and labels on
+/// every attempt measured as a visible share of its cost).
+struct Meters {
+    duration: metrics::Histogram,
+    succeeded: metrics::Counter,
+    failed: metrics::Counter,
+    dead: metrics::Counter,
+    gone: metrics::Counter,
+}
+
+fn meters() -> &'static Meters {
+    static M: std::sync::OnceLock<Meters> = std::sync::OnceLock::new();
+    M.get_or_init(|| {
+        let outcome =
+            |o: &'static str| metrics::counter!("blockhook_deliveries_total", "outcome" => o);
+        Meters {
+            duration: metrics::histogram!("blockhook_attempt_duration_seconds"),
+            succeeded: outcome("succeeded"),
+            failed: outcome("failed"),
+            dead: outcome("dead"),
+            gone: outcome("gone"),
+        }
+    })
 }
 
 /// A failed attempt's next step: a retry at a time, or `dead` after the last.
@@ -121,13 +146,14 @@ async fn send(
     c: &Claimed,
     number: u32,
 ) -> Result<reqwest::Response, String> {
-    ssrf::check_literal(&bot.webhook_url, st.config.allow_private_webhooks)
+    // Parsed once: the checked URL is the one sent to.
+    let url = ssrf::check_literal(&bot.webhook_url, st.config.allow_private_webhooks)
         .map_err(|r| refusal_error(&r))?;
     let now = now_ms();
     let ts = now / 1000;
     let sig = signing::header(&bot.live_secrets(now), &c.event_id, ts, &c.payload);
     client
-        .post(&bot.webhook_url)
+        .post(url)
         .header(reqwest::header::CONTENT_TYPE, "application/json")
         .header("webhook-id", &c.event_id)
         .header("webhook-timestamp", ts.to_string())

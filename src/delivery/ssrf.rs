@@ -103,18 +103,18 @@ pub async fn check(raw: &str, allow_private: bool) -> Result<Vec<SocketAddr>, Re
 
 /// The send-time check that needs no lookup: a URL whose host is a private
 /// IP literal is refused. Host names are checked by [`GuardedResolver`] as
-/// they are resolved for the connection itself.
-pub fn check_literal(raw: &str, allow_private: bool) -> Result<(), Refusal> {
+/// they are resolved for the connection itself. Returns the parsed URL.
+pub fn check_literal(raw: &str, allow_private: bool) -> Result<url::Url, Refusal> {
     let u = parse_url(raw)?;
     let ip = match u.host() {
         Some(url::Host::Ipv4(ip)) => IpAddr::V4(ip),
         Some(url::Host::Ipv6(ip)) => IpAddr::V6(ip),
-        _ => return Ok(()),
+        _ => return Ok(u),
     };
     if !allow_private && is_private(ip) {
         return Err(Refusal::Private(ip));
     }
-    Ok(())
+    Ok(u)
 }
 
 /// The delivery client's DNS resolver when private webhooks are not
