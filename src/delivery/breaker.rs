@@ -3,8 +3,10 @@
 //! circuit breaker that stops hammering an endpoint that keeps failing.
 //!
 //! Closed: up to `limit` in flight. After `threshold` consecutive failures
-//! the circuit opens and nothing starts for `rest`; then one probe goes out.
-//! A probe that succeeds closes the circuit; one that fails opens it again.
+//! the circuit opens and nothing starts for a rest; then one probe goes out.
+//! A probe that succeeds closes the circuit; one that fails opens it again
+//! for twice as long (from `Rest::first` up to `Rest::max`), so a receiver
+//! that comes back soon is found soon and one that stays down is left alone.
 
 use std::time::{Duration, Instant};
 
@@ -19,6 +21,8 @@ enum State {
 pub struct Breaker {
     state: State,
     failures: u32,
+    /// Times opened since the last success.
+    opens: u32,
     in_flight: usize,
 }
 
@@ -27,8 +31,24 @@ impl Default for Breaker {
         Self {
             state: State::Closed,
             failures: 0,
+            opens: 0,
             in_flight: 0,
         }
+    }
+}
+
+/// How long an open circuit rests: `first`, doubling with every failed
+/// probe, at most `max`.
+#[derive(Debug, Clone, Copy)]
+pub struct Rest {
+    pub first: Duration,
+    pub max: Duration,
+}
+
+impl Rest {
+    fn after(&self, opens: u32) -> Duration {
+        let doublings = opens.saturating_sub(1).min(16);
+        self.first.saturating_mul(1 << doublings).min(self.max)
     }
 }
 
@@ -84,26 +104,32 @@ impl Breaker {
         outcome: Outcome,
         now: Instant,
         threshold: u32,
-        rest: Duration,
+        rest: Rest,
     ) {
         self.in_flight = self.in_flight.saturating_sub(1);
         match outcome {
             Outcome::Success | Outcome::Disabled => {
                 self.state = State::Closed;
                 self.failures = 0;
+                self.opens = 0;
             }
-            Outcome::Failure if probe => {
-                self.state = State::Open { until: now + rest };
-            }
+            Outcome::Failure if probe => self.open(now, rest),
             Outcome::Failure => {
                 if self.state == State::Closed {
                     self.failures += 1;
                     if self.failures >= threshold {
-                        self.state = State::Open { until: now + rest };
+                        self.open(now, rest);
                     }
                 }
             }
         }
+    }
+
+    fn open(&mut self, now: Instant, rest: Rest) {
+        self.opens = self.opens.saturating_add(1);
+        self.state = State::Open {
+            until: now + rest.after(self.opens),
+        };
     }
 
     /// Whether the circuit is open or probing (the endpoint is failing).
@@ -128,7 +154,11 @@ impl Breaker {
 mod tests {
     use super::*;
 
-    const REST: Duration = Duration::from_secs(30);
+    const REST: Rest = Rest {
+        first: Duration::from_secs(30),
+        max: Duration::from_secs(30),
+    };
+    const FIRST: Duration = REST.first;
 
     #[test]
     fn limits_concurrency_while_closed() {
@@ -151,14 +181,14 @@ mod tests {
             b.finish(false, Outcome::Failure, now, 3, REST);
         }
         assert_eq!(b.room(8, now), 0, "open");
-        assert_eq!(b.reopens_at(), Some(now + REST));
-        let later = now + REST;
+        assert_eq!(b.reopens_at(), Some(now + FIRST));
+        let later = now + FIRST;
         assert_eq!(b.room(8, later), 1, "one probe after the rest");
         assert!(b.start(later));
         assert_eq!(b.room(8, later), 0, "only one probe at a time");
         b.finish(true, Outcome::Failure, later, 3, REST);
         assert_eq!(b.room(8, later), 0, "a failed probe opens it again");
-        let again = later + REST;
+        let again = later + FIRST;
         assert!(b.start(again));
         b.finish(true, Outcome::Success, again, 3, REST);
         assert_eq!(b.room(8, again), 8, "a good probe closes it");
@@ -189,7 +219,7 @@ mod tests {
         b.finish(false, Outcome::Failure, now, 1, REST);
         let later = now + Duration::from_secs(10);
         b.finish(false, Outcome::Failure, later, 1, REST);
-        assert_eq!(b.reopens_at(), Some(now + REST));
+        assert_eq!(b.reopens_at(), Some(now + FIRST));
     }
 
     #[test]
@@ -211,8 +241,39 @@ mod tests {
         let mut b = Breaker::default();
         b.start(now);
         b.finish(false, Outcome::Failure, now, 1, REST);
-        b.start(now + REST);
-        b.finish(true, Outcome::Disabled, now + REST, 1, REST);
+        b.start(now + FIRST);
+        b.finish(true, Outcome::Disabled, now + FIRST, 1, REST);
         assert!(b.is_idle());
+    }
+
+    #[test]
+    fn each_failed_probe_doubles_the_rest_up_to_its_limit() {
+        let rest = Rest {
+            first: Duration::from_secs(1),
+            max: Duration::from_secs(5),
+        };
+        let mut now = Instant::now();
+        let mut b = Breaker::default();
+        b.start(now);
+        b.finish(false, Outcome::Failure, now, 1, rest);
+        let mut rests = Vec::new();
+        for _ in 0..4 {
+            let until = b.reopens_at().expect("open");
+            rests.push((until - now).as_secs());
+            now = until;
+            assert!(b.start(now), "the probe");
+            b.finish(true, Outcome::Failure, now, 1, rest);
+        }
+        assert_eq!(rests, [1, 2, 4, 5]);
+        let until = b.reopens_at().expect("open");
+        assert!(b.start(until));
+        b.finish(true, Outcome::Success, until, 1, rest);
+        b.start(until);
+        b.finish(false, Outcome::Failure, until, 1, rest);
+        assert_eq!(
+            b.reopens_at(),
+            Some(until + rest.first),
+            "a success starts over"
+        );
     }
 }

@@ -12,7 +12,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use super::breaker::{Breaker, Outcome};
+use super::breaker::{Breaker, Outcome, Rest};
 use super::{attempt, recorder};
 use crate::domain::model::Chatbot;
 use crate::domain::time::now_ms;
@@ -25,8 +25,12 @@ const GLOBAL_IN_FLIGHT: usize = 512;
 const CLAIM_BATCH: usize = 256;
 /// Consecutive failures that open an endpoint's circuit.
 const BREAKER_THRESHOLD: u32 = 5;
-/// How long an open circuit rests before a probe.
-const BREAKER_REST: Duration = Duration::from_secs(30);
+/// How long an open circuit rests before a probe: 1 s, doubling with each
+/// failed probe up to 30 s.
+const BREAKER_REST: Rest = Rest {
+    first: Duration::from_secs(1),
+    max: Duration::from_secs(30),
+};
 /// Longest sleep of an idle claim loop (other instances may enqueue).
 const IDLE_POLL: Duration = Duration::from_secs(1);
 /// How often the URLs of failing endpoints are re-read: a new URL is a new
