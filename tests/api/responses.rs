@@ -677,3 +677,53 @@ async fn on_postgres_a_stream_sees_what_another_instance_wrote() {
     assert_eq!(replayed.data["text"], "From A");
     assert_eq!(replayed.id, seen[1].id);
 }
+
+#[actix_web::test]
+async fn only_a_click_that_turns_a_block_off_changes_the_message() {
+    let app = spawn_app().await;
+    let rx = Receiver::start().await;
+    let bot = app.create_bot(&rx.url).await;
+    let conv = app.create_conv(&bot).await;
+    let stays = app.buttons(&bot, &conv, false).await;
+    let turns_off = app.buttons(&bot, &conv, true).await;
+    let (stays_id, off_id) = (
+        stays["id"].as_str().unwrap(),
+        turns_off["id"].as_str().unwrap(),
+    );
+    let mut stream = Sse::connect(&app, &conv, None).await;
+
+    for action in ["approve", "deny"] {
+        let r = app.click(&conv, stays_id, "b1", action).await;
+        let v: Value = r.json().await.expect("json");
+        assert_eq!(v["message"]["updated_at"], stays["updated_at"], "{v}");
+        assert_eq!(
+            v["message"]["blocks"][0]["state"],
+            stays["blocks"][0]["state"]
+        );
+    }
+    let r = app.click(&conv, off_id, "b1", "approve").await;
+    let v: Value = r.json().await.expect("json");
+    assert_eq!(v["message"]["blocks"][0]["state"]["reason"], "used", "{v}");
+    assert_ne!(v["message"]["updated_at"], turns_off["updated_at"]);
+
+    let seen = stream
+        .until(Duration::from_secs(3), |e| {
+            e.event == "message.updated" && e.data["id"] == json!(off_id)
+        })
+        .await;
+    assert!(
+        seen.iter()
+            .any(|e| e.event == "message.updated" && e.data["id"] == json!(off_id)),
+        "the block that turned off is shown"
+    );
+    assert!(
+        !seen
+            .iter()
+            .any(|e| e.event == "message.updated" && e.data["id"] == json!(stays_id)),
+        "a button that stays on changes nothing the widget shows: {:?}",
+        seen.iter().map(|e| &e.event).collect::<Vec<_>>()
+    );
+    // Both clicks of the button that stays on were still delivered.
+    let events = app.events(&bot).await;
+    assert_eq!(events.len(), 3, "{events:?}");
+}
