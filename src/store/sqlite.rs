@@ -36,7 +36,23 @@ type Done = Box<dyn FnOnce(Result<(), String>) + Send>;
 /// Runs a job in the open transaction (`None`: no transaction could be
 /// opened, the job fails unrun); `true` beside its answer when it failed
 /// part-way with no savepoint to undo it, so the batch must roll back.
-type Run = Box<dyn FnOnce(Option<&Connection>) -> (Done, bool) + Send>;
+type Run = Box<dyn FnOnce(Option<&Connection>) -> Ran + Send>;
+
+/// What a job left for the writer: its answer, whether it poisoned the
+/// batch, and the event it queued for delivery (offered to the hot queue
+/// once its batch is durable).
+struct Ran {
+    done: Done,
+    poisoned: bool,
+    hot: Option<Claimed>,
+}
+
+/// A committed batch on its way to the disk: its answers and the events it
+/// queued.
+struct Synced {
+    done: Vec<Done>,
+    hot: Vec<Claimed>,
+}
 
 /// A write and whether its commit must reach the disk before it is
 /// answered (accepted work) or may be flushed by a later commit (delivery
@@ -53,7 +69,7 @@ pub struct SqliteStore {
     writer: crossbeam_channel::Sender<Job>,
     readers: Mutex<Vec<Connection>>,
     /// Leased deliveries and the hot queue (see `claims`).
-    claims: Mutex<claims::Claims>,
+    claims: Arc<Mutex<claims::Claims>>,
     /// Conversations by visitor-token hash, read by every widget request.
     visitors: cache::ReadCache<Conversation>,
     hub: Arc<Hub>,
@@ -124,11 +140,15 @@ impl SqliteStore {
             }
         }
         let (tx, rx) = crossbeam_channel::unbounded::<Job>();
-        let (sync_tx, sync_rx) = crossbeam_channel::unbounded::<Vec<Done>>();
+        let (sync_tx, sync_rx) = crossbeam_channel::unbounded::<Synced>();
         let wal_path = std::path::PathBuf::from(format!("{path}-wal"));
+        let claims = Arc::new(Mutex::new(claims));
+        let (queue, announce) = (claims.clone(), hub.clone());
+        let disk = Arc::new(Disk::new());
+        let syncer_disk = disk.clone();
         thread::Builder::new()
             .name("blockhook-sqlite-sync".into())
-            .spawn(move || syncer_loop(wal_path, sync_rx))
+            .spawn(move || syncer_loop(wal_path, sync_rx, &syncer_disk, &queue, &announce))
             .map_err(backend)?;
         // The writer commits without syncing; the syncer makes each durable
         // batch reach the disk before it is answered.
@@ -136,14 +156,14 @@ impl SqliteStore {
             .map_err(backend)?;
         thread::Builder::new()
             .name("blockhook-sqlite-writer".into())
-            .spawn(move || writer_loop(conn, rx, sync_tx))
+            .spawn(move || writer_loop(conn, rx, sync_tx, &disk))
             .map_err(backend)?;
         Ok(Self {
             path: path.to_string(),
             _checkpointer: checkpointer,
             writer: tx,
             readers: Mutex::new(Vec::new()),
-            claims: Mutex::new(claims),
+            claims,
             visitors: cache::ReadCache::new(CACHED_ROWS),
             hub,
         })
@@ -156,7 +176,7 @@ impl SqliteStore {
         T: Send + 'static,
         F: FnOnce(&Connection) -> StoreResult<T> + Send + 'static,
     {
-        self.write_with(true, true, f).await
+        self.write_with(true, true, f, |_| None).await
     }
 
     /// As [`Self::write`], for a job that decides before it writes: it
@@ -171,10 +191,33 @@ impl SqliteStore {
         T: Send + 'static,
         F: FnOnce(&Connection) -> StoreResult<T> + Send + 'static,
     {
-        self.write_with(durable, false, f).await
+        self.write_with(durable, false, f, |_| None).await
     }
 
-    async fn write_with<T, F>(&self, durable: bool, savepoint: bool, f: F) -> StoreResult<T>
+    /// A durable write (with a savepoint or decided) that may queue an
+    /// event: `hot` takes it from the job's answer, and the syncer offers
+    /// the events of a whole batch to the dispatcher at once when the batch
+    /// is on disk.
+    async fn write_queuing<T, F>(
+        &self,
+        savepoint: bool,
+        f: F,
+        hot: fn(&mut T) -> Option<Claimed>,
+    ) -> StoreResult<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Connection) -> StoreResult<T> + Send + 'static,
+    {
+        self.write_with(true, savepoint, f, hot).await
+    }
+
+    async fn write_with<T, F>(
+        &self,
+        durable: bool,
+        savepoint: bool,
+        f: F,
+        hot: fn(&mut T) -> Option<Claimed>,
+    ) -> StoreResult<T>
     where
         T: Send + 'static,
         F: FnOnce(&Connection) -> StoreResult<T> + Send + 'static,
@@ -211,6 +254,8 @@ impl SqliteStore {
                     r
                 }
             };
+            let mut result = result;
+            let queued = result.as_mut().ok().and_then(hot);
             let done: Done = Box::new(move |commit: Result<(), String>| {
                 let out = match commit {
                     Ok(()) => result,
@@ -218,7 +263,11 @@ impl SqliteStore {
                 };
                 let _ = tx.send(out);
             });
-            (done, poisoned)
+            Ran {
+                done,
+                poisoned,
+                hot: queued,
+            }
         });
         self.writer
             .send(Job { durable, run })
@@ -240,42 +289,75 @@ impl SqliteStore {
         }
         r
     }
+}
 
-    /// Announces a committed event: a head goes to the hot queue; an event
-    /// behind another of its conversation is handed out when that one is
-    /// done (`record_attempts` promotes it).
-    fn enqueued(&self, hot: Option<Claimed>) {
-        if let Some(c) = hot {
-            self.claims.lock().offer([c]);
-            self.hub.new_events.notify_one();
+/// Whether the syncer is busy: batches handed to it and not yet on disk,
+/// and a signal each time it finishes a sync.
+struct Disk {
+    in_flight: std::sync::atomic::AtomicUsize,
+    idle_tx: Sender<()>,
+    idle_rx: crossbeam_channel::Receiver<()>,
+}
+
+impl Disk {
+    fn new() -> Self {
+        let (idle_tx, idle_rx) = crossbeam_channel::bounded(1);
+        Self {
+            in_flight: std::sync::atomic::AtomicUsize::new(0),
+            idle_tx,
+            idle_rx,
         }
+    }
+
+    fn busy(&self) -> bool {
+        self.in_flight.load(std::sync::atomic::Ordering::Acquire) > 0
     }
 }
 
-fn writer_loop(conn: Connection, rx: crossbeam_channel::Receiver<Job>, sync: Sender<Vec<Done>>) {
+fn writer_loop(
+    conn: Connection,
+    rx: crossbeam_channel::Receiver<Job>,
+    sync: Sender<Synced>,
+    disk: &Disk,
+) {
     message_cache::enable();
     let mut done: Vec<Done> = Vec::with_capacity(MAX_BATCH);
+    let mut hot: Vec<Claimed> = Vec::new();
     loop {
         let first = match rx.recv() {
             Ok(j) => j,
             Err(_) => return,
         };
         if let Err(e) = exec(&conn, "BEGIN IMMEDIATE") {
-            (first.run)(None).0(Err(e.to_string()));
+            ((first.run)(None).done)(Err(e.to_string()));
             continue;
         }
         let mut durable = first.durable;
-        let (d, mut poisoned) = (first.run)(Some(&conn));
-        done.push(d);
-        while done.len() < MAX_BATCH && !poisoned {
-            match rx.try_recv() {
-                Ok(job) => {
-                    durable |= job.durable;
-                    let (d, p) = (job.run)(Some(&conn));
-                    done.push(d);
-                    poisoned = p;
+        let mut next = Some(first);
+        let mut poisoned = false;
+        while let Some(job) = next.take() {
+            durable |= job.durable;
+            let ran = (job.run)(Some(&conn));
+            done.push(ran.done);
+            hot.extend(ran.hot);
+            poisoned = ran.poisoned;
+            if done.len() >= MAX_BATCH || poisoned {
+                break;
+            }
+            next = rx.try_recv().ok();
+            // While the disk is busy with the previous batch, the batch stays
+            // open and takes in what arrives: durable answers wait for that
+            // sync to end anyway, bookkeeping can wait as long, and one
+            // commit per sync writes each page it touches to the WAL once
+            // rather than once per commit.
+            while next.is_none() && disk.busy() {
+                crossbeam_channel::select! {
+                    recv(rx) -> job => match job {
+                        Ok(job) => next = Some(job),
+                        Err(_) => break,
+                    },
+                    recv(disk.idle_rx) -> _ => {}
                 }
-                Err(_) => break,
             }
         }
         let commit = if poisoned {
@@ -286,13 +368,22 @@ fn writer_loop(conn: Connection, rx: crossbeam_channel::Receiver<Job>, sync: Sen
         if commit.is_err() {
             message_cache::clear();
             let _ = conn.execute_batch("ROLLBACK");
+            // Its events were rolled back with it.
+            hot.clear();
         }
-        if commit.is_ok() && durable {
+        if commit.is_ok() && (durable || !hot.is_empty()) {
             // Answered once the WAL reached the disk; the next batch runs
             // meanwhile.
-            let batch = std::mem::replace(&mut done, Vec::with_capacity(MAX_BATCH));
+            let batch = Synced {
+                done: std::mem::replace(&mut done, Vec::with_capacity(MAX_BATCH)),
+                hot: std::mem::take(&mut hot),
+            };
+            disk.in_flight
+                .fetch_add(1, std::sync::atomic::Ordering::AcqRel);
             if let Err(crossbeam_channel::SendError(batch)) = sync.send(batch) {
-                for d in batch {
+                disk.in_flight
+                    .fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
+                for d in batch.done {
                     d(Err("the WAL syncer stopped".into()));
                 }
             }
@@ -305,12 +396,19 @@ fn writer_loop(conn: Connection, rx: crossbeam_channel::Receiver<Job>, sync: Sen
 }
 
 /// The WAL syncer: makes committed batches durable with one `fdatasync` of
-/// the WAL file for everything committed since the last, then answers them.
+/// the WAL file for everything committed since the last, hands their
+/// events to the dispatcher (one wake-up for all), then answers them.
 /// Commits run with `synchronous=NORMAL` (no sync of their own), so the
 /// writer starts the next batch while this one reaches the disk — the same
 /// guarantee as `synchronous=FULL` for every answered write, without the
 /// writer waiting for the disk.
-fn syncer_loop(wal_path: std::path::PathBuf, rx: crossbeam_channel::Receiver<Vec<Done>>) {
+fn syncer_loop(
+    wal_path: std::path::PathBuf,
+    rx: crossbeam_channel::Receiver<Synced>,
+    disk: &Disk,
+    claims: &Mutex<claims::Claims>,
+    hub: &Hub,
+) {
     let mut wal: Option<std::fs::File> = None;
     while let Ok(first) = rx.recv() {
         let mut batches = vec![first];
@@ -329,10 +427,24 @@ fn syncer_loop(wal_path: std::path::PathBuf, rx: crossbeam_channel::Receiver<Vec
                 }),
         }
         .map_err(|e| format!("syncing the WAL failed: {e}"));
-        if let Err(e) = &synced {
-            tracing::error!(error = %e, "writes were committed but may not be on disk");
+        match &synced {
+            // A click that was not answered is not delivered from memory;
+            // should its event have reached the disk after all, a scan of
+            // the table finds it.
+            Err(e) => tracing::error!(error = %e, "writes were committed but may not be on disk"),
+            Ok(()) => {
+                let mut hot = batches.iter_mut().flat_map(|b| b.hot.drain(..)).peekable();
+                if hot.peek().is_some() {
+                    claims.lock().offer(hot);
+                    hub.new_events.notify_one();
+                }
+            }
         }
-        for d in batches.into_iter().flatten() {
+        // The writer may commit its next batch while these are answered.
+        disk.in_flight
+            .fetch_sub(batches.len(), std::sync::atomic::Ordering::AcqRel);
+        let _ = disk.idle_tx.try_send(());
+        for d in batches.into_iter().flat_map(|b| b.done) {
             d(synced.clone());
         }
     }
@@ -790,34 +902,34 @@ impl Store for SqliteStore {
     ) -> BoxFut<'_, StoreResult<()>> {
         let hub = self.hub.clone();
         Box::pin(async move {
-            let has_event = event.is_some();
-            let (entry, api, hot) = self
-                .write(move |c| {
-                    let doc = insert_message(c, &msg)?;
-                    let hot = match event {
-                        Some(e) => insert_event(c, e)?,
-                        None => None,
-                    };
-                    let mut api = Vec::new();
-                    for i in &interactions {
-                        inbox::insert(c, i, msg.created_ms)?;
-                        let stored = inbox::by_id(c, &i.id)?;
-                        api.push(ApiEvent {
-                            chatbot_id: i.chatbot_id.clone(),
-                            interaction_id: i.id.clone(),
-                            kind: "interaction.created",
-                            data: stored.to_json(msg.created_ms),
-                        });
-                    }
-                    let entry = append_stream(c, &msg.conversation_id, "message.created", doc)?;
-                    Ok((entry, api, hot))
-                })
+            let (entry, api, _) = self
+                .write_queuing(
+                    true,
+                    move |c| {
+                        let doc = insert_message(c, &msg)?;
+                        let hot = match event {
+                            Some(e) => insert_event(c, e)?,
+                            None => None,
+                        };
+                        let mut api = Vec::new();
+                        for i in &interactions {
+                            inbox::insert(c, i, msg.created_ms)?;
+                            let stored = inbox::by_id(c, &i.id)?;
+                            api.push(ApiEvent {
+                                chatbot_id: i.chatbot_id.clone(),
+                                interaction_id: i.id.clone(),
+                                kind: "interaction.created",
+                                data: stored.to_json(msg.created_ms),
+                            });
+                        }
+                        let entry = append_stream(c, &msg.conversation_id, "message.created", doc)?;
+                        Ok((entry, api, hot))
+                    },
+                    |t| t.2.take(),
+                )
                 .await?;
             hub.publish(vec![entry]);
             hub.publish_api(api);
-            if has_event {
-                self.enqueued(hot);
-            }
             Ok(())
         })
     }
@@ -866,26 +978,29 @@ impl Store for SqliteStore {
         let hub = self.hub.clone();
         Box::pin(async move {
             let fx = self
-                .write_decided(true, move |c| {
-                    let msg = load_message(c, &req.message_id)?;
-                    if msg.conversation_id != req.conversation_id {
-                        return Err(StoreError::NotFound);
-                    }
-                    inbox::apply(
-                        c,
-                        msg,
-                        &req.action,
-                        &req.user,
-                        &req.event_id,
-                        &req.response_url,
-                        req.now_ms,
-                        req.interactive_window_ms,
-                    )
-                })
+                .write_queuing(
+                    false,
+                    move |c| {
+                        let msg = load_message(c, &req.message_id)?;
+                        if msg.conversation_id != req.conversation_id {
+                            return Err(StoreError::NotFound);
+                        }
+                        inbox::apply(
+                            c,
+                            msg,
+                            &req.action,
+                            &req.user,
+                            &req.event_id,
+                            &req.response_url,
+                            req.now_ms,
+                            req.interactive_window_ms,
+                        )
+                    },
+                    |fx| fx.hot.take(),
+                )
                 .await?;
             hub.publish(fx.stream);
             hub.publish_api(fx.api);
-            self.enqueued(fx.hot);
             Ok(fx.out)
         })
     }
@@ -945,8 +1060,8 @@ impl Store for SqliteStore {
     fn answer_interaction(&self, req: AnswerRequest) -> BoxFut<'_, StoreResult<AnswerOutcome>> {
         let hub = self.hub.clone();
         Box::pin(async move {
-            let (outcome, stream, api, hot) = self
-                .write(move |c| {
+            let (outcome, stream, api, _) = self
+                .write_queuing(true, move |c| {
                     let i = inbox::by_id(c, &req.interaction_id)?;
                     if i.chatbot_id != req.chatbot_id {
                         return Err(StoreError::NotFound);
@@ -996,11 +1111,10 @@ impl Store for SqliteStore {
                     )
                     .map_err(backend)?;
                     Ok((AnswerOutcome::Answered(Box::new(answered)), fx.stream, fx.api, fx.hot))
-                })
+                }, |t| t.3.take())
                 .await?;
             hub.publish(stream);
             hub.publish_api(api);
-            self.enqueued(hot);
             Ok(outcome)
         })
     }
