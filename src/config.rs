@@ -57,6 +57,10 @@ pub struct ServeArgs {
     /// Concurrent deliveries to one chatbot's endpoint.
     #[arg(long, env = "BLOCKHOOK_ENDPOINT_CONCURRENCY", default_value_t = 32)]
     pub endpoint_concurrency: usize,
+    /// HTTP worker threads (default: one per core but one, at least one;
+    /// the SQLite writer and syncer and the delivery runtime use the rest).
+    #[arg(long, env = "BLOCKHOOK_HTTP_WORKERS")]
+    pub http_workers: Option<usize>,
 }
 
 impl ServeArgs {
@@ -89,6 +93,7 @@ pub struct Config {
     pub retry_max_attempts: u32,
     pub response_url_ttl: Duration,
     pub endpoint_concurrency: usize,
+    pub http_workers: usize,
     pub quiet: bool,
 }
 
@@ -128,7 +133,17 @@ impl TryFrom<ServeArgs> for Config {
             retry_max_attempts: a.retry_max_attempts,
             response_url_ttl: a.response_url_ttl,
             endpoint_concurrency: a.endpoint_concurrency.max(1),
+            http_workers: a.http_workers.unwrap_or_else(default_http_workers).max(1),
             quiet: false,
         })
     }
+}
+
+/// One HTTP worker per core but one: a click also costs the writer, the
+/// syncer and the delivery runtime a share of a core (docs/BENCHMARKS.md).
+fn default_http_workers() -> usize {
+    std::thread::available_parallelism()
+        .map(|n| n.get().saturating_sub(1))
+        .unwrap_or(1)
+        .max(1)
 }

@@ -118,7 +118,9 @@ impl Application {
         let dispatcher = delivery::spawn(state.clone())?;
         let st = state.clone();
         // Small writes (stream events, short answers) go out at once.
+        let workers = state.config.http_workers;
         let server = HttpServer::new(move || http::app(st.clone()))
+            .workers(workers)
             .tcp_nodelay(true)
             .listen(listener)
             .map_err(|e| e.to_string())?

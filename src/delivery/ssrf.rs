@@ -105,6 +105,31 @@ pub async fn check(raw: &str, allow_private: bool) -> Result<Vec<SocketAddr>, Re
 /// IP literal is refused. Host names are checked by [`GuardedResolver`] as
 /// they are resolved for the connection itself. Returns the parsed URL.
 pub fn check_literal(raw: &str, allow_private: bool) -> Result<url::Url, Refusal> {
+    // Every attempt checks its endpoint's URL: the few endpoints a worker
+    // thread sends to are parsed once each.
+    thread_local! {
+        static CHECKED: std::cell::RefCell<lru::LruCache<String, Checked>> =
+            std::cell::RefCell::new(lru::LruCache::new(CHECKED_URLS));
+    }
+    CHECKED.with_borrow_mut(|cache| {
+        if let Some((allowed, r)) = cache.get(raw)
+            && *allowed == allow_private
+        {
+            return r.clone();
+        }
+        let r = check_uncached(raw, allow_private);
+        cache.put(raw.to_string(), (allow_private, r.clone()));
+        r
+    })
+}
+
+/// A URL's check: whether private addresses were allowed, and the outcome.
+type Checked = (bool, Result<url::Url, Refusal>);
+
+/// URLs kept checked per thread by [`check_literal`].
+const CHECKED_URLS: std::num::NonZeroUsize = std::num::NonZeroUsize::new(256).unwrap();
+
+fn check_uncached(raw: &str, allow_private: bool) -> Result<url::Url, Refusal> {
     let u = parse_url(raw)?;
     let ip = match u.host() {
         Some(url::Host::Ipv4(ip)) => IpAddr::V4(ip),

@@ -16,11 +16,11 @@ use crate::error::{ApiError, ApiResult, FieldError};
 use crate::store::{InteractRequest, NewEvent};
 
 pub fn routes(cfg: &mut utoipa_actix_web::service_config::ServiceConfig) {
-    cfg.service(create_conversation)
+    cfg.service(click)
+        .service(submit_form)
+        .service(create_conversation)
         .service(list_messages)
         .service(post_message)
-        .service(click)
-        .service(submit_form)
         .service(super::responses::widget_stream);
 }
 
