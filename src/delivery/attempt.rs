@@ -26,6 +26,7 @@ pub async fn run(
     let started = Instant::now();
     let mut rec = AttemptRecord {
         event_id: c.event_id.clone(),
+        seq: c.seq,
         conversation_id: c.conversation_id.clone(),
         number,
         at_ms: now_ms(),
@@ -156,9 +157,9 @@ async fn send(
         .post(url)
         .header(reqwest::header::CONTENT_TYPE, "application/json")
         .header("webhook-id", &c.event_id)
-        .header("webhook-timestamp", ts.to_string())
+        .header("webhook-timestamp", reqwest::header::HeaderValue::from(ts))
         .header("webhook-signature", sig)
-        .header("X-MyAIChatbot-Attempt", number.to_string())
+        .header("X-MyAIChatbot-Attempt", reqwest::header::HeaderValue::from(number))
         .body(c.payload.clone())
         .send()
         .await

@@ -356,6 +356,7 @@ impl Dispatcher {
         let number = c.attempts + 1;
         AttemptRecord {
             event_id: c.event_id.clone(),
+            seq: c.seq,
             conversation_id: c.conversation_id.clone(),
             number,
             at_ms: now_ms(),

@@ -135,6 +135,8 @@ pub struct Claimed {
 #[derive(Debug, Clone)]
 pub struct AttemptRecord {
     pub event_id: String,
+    /// The event's row (`Claimed::seq`).
+    pub seq: i64,
     pub conversation_id: String,
     pub number: u32,
     pub at_ms: i64,

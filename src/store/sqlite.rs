@@ -22,7 +22,10 @@ mod checkpoint;
 mod claims;
 mod inbox;
 
-const MIGRATIONS: &[&str] = &[include_str!("../../migrations/sqlite/0001_init.sql")];
+const MIGRATIONS: &[&str] = &[
+    include_str!("../../migrations/sqlite/0001_init.sql"),
+    include_str!("../../migrations/sqlite/0002_attempts_without_rowid.sql"),
+];
 const MAX_BATCH: usize = 512;
 /// Visitor tokens kept by the read cache.
 const CACHED_ROWS: std::num::NonZeroUsize = std::num::NonZeroUsize::new(16_384).unwrap();
@@ -1370,9 +1373,9 @@ impl Store for SqliteStore {
                         };
                         c.prepare_cached(
                             "UPDATE events SET status = ?2, attempts = max(attempts, ?3), next_attempt_at = ?4,
-                             is_head = ?5, leased_until = 0 WHERE id = ?1",
+                             is_head = ?5, leased_until = 0 WHERE seq = ?1",
                         )
-                        .and_then(|mut s| s.execute(params![rec.event_id, status, rec.number, next, is_head as i64]))
+                        .and_then(|mut s| s.execute(params![rec.seq, status, rec.number, next, is_head as i64]))
                         .map_err(backend)?;
                         if let AttemptNext::RetryAt(t) = rec.next {
                             retries.push(t);
@@ -1574,5 +1577,56 @@ impl Store for SqliteStore {
             })
         });
         Box::pin(async move { r })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_database_of_the_first_schema_keeps_its_attempts_when_migrated() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("old.db").display().to_string();
+        {
+            let c = Connection::open(&path).expect("open");
+            c.execute_batch(MIGRATIONS[0]).expect("first schema");
+            c.pragma_update(None, "user_version", 1).expect("version");
+            c.execute(
+                "INSERT INTO attempts (event_id, number, at, status_code, duration_ms, error, response_excerpt)
+                 VALUES ('evt_1', 1, 1000, 500, 12, 'E_HTTP', 'oops'), ('evt_1', 2, 2000, 200, 3, NULL, 'ok')",
+                [],
+            )
+            .expect("attempts");
+        }
+        let store = SqliteStore::open(&path, Arc::new(Hub::new())).expect("migrated");
+        drop(store);
+        let c = Connection::open(&path).expect("reopen");
+        let rows: Vec<(i64, Option<i64>, Option<String>)> = c
+            .prepare("SELECT number, status_code, response_excerpt FROM attempts WHERE event_id = 'evt_1' ORDER BY number")
+            .and_then(|mut s| {
+                s.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+                    .collect()
+            })
+            .expect("attempts read");
+        assert_eq!(
+            rows,
+            vec![
+                (1, Some(500), Some("oops".into())),
+                (2, Some(200), Some("ok".into()))
+            ]
+        );
+        let sql: String = c
+            .query_row(
+                "SELECT sql FROM sqlite_master WHERE name = 'attempts'",
+                [],
+                |r| r.get(0),
+            )
+            .expect("schema");
+        assert!(sql.contains("WITHOUT ROWID"), "{sql}");
+        let version: i64 = c
+            .pragma_query_value(None, "user_version", |r| r.get(0))
+            .expect("version");
+        assert_eq!(version, MIGRATIONS.len() as i64);
     }
 }
