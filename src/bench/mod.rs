@@ -67,7 +67,7 @@ pub struct Plan {
     pub backlog: Option<u64>,
 }
 
-pub const DEFAULT_CLICKS: u64 = 20_000;
+pub const DEFAULT_CLICKS: u64 = 100_000;
 pub const DEFAULT_RATE: f64 = 1_000.0;
 pub const DEFAULT_DURATION: Duration = Duration::from_secs(10);
 pub const DEFAULT_BACKLOG: u64 = 100_000;

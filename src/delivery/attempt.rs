@@ -159,7 +159,10 @@ async fn send(
         .header("webhook-id", &c.event_id)
         .header("webhook-timestamp", reqwest::header::HeaderValue::from(ts))
         .header("webhook-signature", sig)
-        .header("X-MyAIChatbot-Attempt", reqwest::header::HeaderValue::from(number))
+        .header(
+            "X-MyAIChatbot-Attempt",
+            reqwest::header::HeaderValue::from(number),
+        )
         .body(c.payload.clone())
         .send()
         .await
