@@ -44,7 +44,6 @@ async fn serve(args: ServeArgs) -> Result<i32, String> {
     let config = Config::try_from(args)?;
     let db = format!("{:?}", config.database);
     let app = crate::startup::Application::build(config).await?;
-    deliveries_yield_to_clicks();
     println!(
         "blockhook listening on http://127.0.0.1:{} (public url {}; database {db})",
         app.port(),
@@ -56,23 +55,3 @@ async fn serve(args: ServeArgs) -> Result<i32, String> {
     app.run_until_stopped().await.map_err(|e| e.to_string())?;
     Ok(0)
 }
-
-/// Lowers the scheduling priority of this thread — the runtime that runs
-/// the deliveries — below the threads that accept clicks (HTTP workers,
-/// SQLite writer and syncer, all started by now and keeping the default).
-/// Under CPU contention a click is committed and answered first and
-/// deliveries run in the gaps, so acceptance latency stays low; with spare
-/// CPU nothing changes. See docs/DECISIONS.md.
-fn deliveries_yield_to_clicks() {
-    #[cfg(target_os = "linux")]
-    {
-        // On Linux the nice value belongs to the thread.
-        let tid = unsafe { libc::gettid() };
-        if unsafe { libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, DELIVERY_NICE) } != 0 {
-            tracing::warn!(error = %std::io::Error::last_os_error(), "cannot lower the delivery thread's priority");
-        }
-    }
-}
-
-/// How much the delivery thread yields (a nice value, relative to 0).
-const DELIVERY_NICE: i32 = 5;

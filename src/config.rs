@@ -94,6 +94,10 @@ pub struct Config {
     pub response_url_ttl: Duration,
     pub endpoint_concurrency: usize,
     pub http_workers: usize,
+    /// Every thread started after the store runs at [`STORE_FIRST_NICE`]:
+    /// see `startup::store_first`. On for `serve`; tests leave their own
+    /// threads alone.
+    pub store_first: bool,
     pub quiet: bool,
 }
 
@@ -134,6 +138,7 @@ impl TryFrom<ServeArgs> for Config {
             response_url_ttl: a.response_url_ttl,
             endpoint_concurrency: a.endpoint_concurrency.max(1),
             http_workers: a.http_workers.unwrap_or_else(default_http_workers).max(1),
+            store_first: true,
             quiet: false,
         })
     }

@@ -71,6 +71,9 @@ impl Application {
         let local = listener.local_addr().map_err(|e| e.to_string())?;
         let hub = Arc::new(Hub::new());
         let store = open_store(&config, hub.clone()).await?;
+        if config.store_first && matches!(config.database, Database::Sqlite(_)) {
+            store_first();
+        }
 
         let (admin_token_hash, generated_admin_token) = match &config.admin_token {
             Some(t) => (hash_secret(t), None),
@@ -149,5 +152,29 @@ impl Application {
         let r = self.server.await;
         self.dispatcher.stop(SHUTDOWN_GRACE).await;
         r
+    }
+}
+
+/// How far the threads started after the SQLite store yield to its writer
+/// and syncer (a nice value; 0 is the default).
+pub const STORE_FIRST_NICE: i32 = 5;
+
+/// Lowers this thread's scheduling priority, and so that of every thread it
+/// starts from now on — the HTTP workers and the delivery runtime — below
+/// the SQLite writer and syncer, started just before at the default. The
+/// writer is the pipeline's one serial stage and a click is answered only
+/// after its batch's sync: under CPU contention they run first, the rest
+/// takes the gaps; with spare CPU nothing changes (docs/DECISIONS.md).
+fn store_first() {
+    #[cfg(target_os = "linux")]
+    {
+        // On Linux the nice value belongs to the thread, and a new thread
+        // inherits its creator's.
+        let tid = unsafe { libc::gettid() };
+        if unsafe { libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, STORE_FIRST_NICE) }
+            != 0
+        {
+            tracing::warn!(error = %std::io::Error::last_os_error(), "cannot lower the priority of the threads after the store");
+        }
     }
 }

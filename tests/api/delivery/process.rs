@@ -195,3 +195,57 @@ async fn sigterm_finishes_the_attempt_in_flight_and_exits_cleanly() {
     assert!(rx.next(Duration::from_millis(700)).await.is_none());
     drop(child);
 }
+
+/// (comm, nice) of every thread of process `pid`.
+fn threads_of(pid: u32) -> Vec<(u32, String, i32)> {
+    let mut out = Vec::new();
+    for t in std::fs::read_dir(format!("/proc/{pid}/task")).expect("tasks") {
+        let t = t.expect("task");
+        let tid: u32 = t.file_name().to_string_lossy().parse().expect("tid");
+        let comm = std::fs::read_to_string(t.path().join("comm")).expect("comm");
+        let stat = std::fs::read_to_string(t.path().join("stat")).expect("stat");
+        // Fields after the parenthesised name: state is the 3rd field of
+        // the line, nice the 19th.
+        let rest = &stat[stat.rfind(')').expect("comm end") + 2..];
+        let nice: i32 = rest
+            .split(' ')
+            .nth(16)
+            .expect("nice")
+            .parse()
+            .expect("nice value");
+        out.push((tid, comm.trim().to_string(), nice));
+    }
+    out
+}
+
+#[actix_web::test]
+async fn the_store_threads_run_before_the_http_workers_and_the_deliveries() {
+    let app = child_app();
+    let server = start(&app).await;
+    let pid = server.0.id();
+    let threads = threads_of(pid);
+    let store: Vec<i32> = threads
+        .iter()
+        .filter(|(_, c, _)| c.starts_with("blockhook-sqlit"))
+        .map(|t| t.2)
+        .collect();
+    assert_eq!(store.len(), 3, "writer, syncer, checkpointer: {threads:?}");
+    assert!(store.iter().all(|n| *n == store[0]), "{threads:?}");
+    let lowered = (store[0] + 5).min(19);
+    let main = threads.iter().find(|t| t.0 == pid).expect("main thread");
+    assert_eq!(main.2, lowered, "the delivery runtime yields: {threads:?}");
+    let workers: Vec<_> = threads
+        .iter()
+        .filter(|(_, c, _)| c.starts_with("actix-rt"))
+        .collect();
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    assert_eq!(
+        workers.len(),
+        cores.saturating_sub(1).max(1),
+        "one HTTP worker per core but one: {threads:?}"
+    );
+    assert!(
+        workers.iter().all(|t| t.2 == lowered),
+        "the HTTP workers yield: {threads:?}"
+    );
+}
