@@ -228,6 +228,12 @@ impl SqliteStore {
         let (tx, rx) = oneshot::channel::<StoreResult<T>>();
         let run: Run = Box::new(move |conn: Option<&Connection>| {
             let mut poisoned = false;
+            if savepoint {
+                // Any of these jobs may change a chatbot or a conversation;
+                // the decided ones (a click, attempt records) say so
+                // themselves when they do.
+                message_cache::clear_conversations();
+            }
             let result = match conn {
                 None => Err(StoreError::Backend(
                     "no write transaction could be opened".into(),
@@ -324,8 +330,12 @@ fn writer_loop(
     disk: &Disk,
 ) {
     message_cache::enable();
+    message_cache::enable_conversations();
     let mut done: Vec<Done> = Vec::with_capacity(MAX_BATCH);
     let mut hot: Vec<Claimed> = Vec::new();
+    // Changes committed by another connection (an operator's SQL, a test)
+    // show as a new `data_version`: the caches are emptied then.
+    let mut seen_version: Option<i64> = None;
     loop {
         let first = match rx.recv() {
             Ok(j) => j,
@@ -334,6 +344,14 @@ fn writer_loop(
         if let Err(e) = exec(&conn, "BEGIN IMMEDIATE") {
             ((first.run)(None).done)(Err(e.to_string()));
             continue;
+        }
+        let version = conn
+            .prepare_cached("PRAGMA data_version")
+            .and_then(|mut s| s.query_row([], |r| r.get::<_, i64>(0)))
+            .ok();
+        if version.is_none() || version != seen_version {
+            message_cache::clear();
+            seen_version = version;
         }
         let mut durable = first.durable;
         let mut next = Some(first);
@@ -509,7 +527,7 @@ fn to_doc(m: &Message) -> StoreResult<String> {
 /// a click reads its message without a query or a parse. Only the writer
 /// thread has one (every change of a message is written there, and the
 /// cache follows each; a rolled-back job or batch empties it).
-mod message_cache {
+pub(super) mod message_cache {
     use std::cell::RefCell;
     use std::num::NonZeroUsize;
 
@@ -546,9 +564,51 @@ mod message_cache {
         });
     }
 
-    /// After a rollback: what the cache holds may not have been kept.
+    /// After a rollback, or a change by another connection: what the
+    /// caches hold may not be what the file holds.
     pub fn clear() {
         CACHE.with(|c| {
+            if let Some(cache) = c.borrow_mut().as_mut() {
+                cache.clear();
+            }
+        });
+        clear_conversations();
+    }
+
+    /// A conversation as a click needs it: its chatbot (whole, handed to
+    /// the dispatcher with the click's event), when it started, who took it
+    /// over.
+    #[derive(Clone)]
+    pub struct Conversation {
+        pub bot: std::sync::Arc<crate::domain::model::Chatbot>,
+        pub created_at: i64,
+        pub taken_over_by: Option<String>,
+    }
+
+    thread_local! {
+        static CONVERSATIONS: RefCell<Option<lru::LruCache<String, Conversation>>> = const { RefCell::new(None) };
+    }
+
+    /// Gives the calling thread (the writer) a conversation cache too.
+    pub fn enable_conversations() {
+        CONVERSATIONS.with(|c| *c.borrow_mut() = Some(lru::LruCache::new(CAPACITY)));
+    }
+
+    pub fn conversation(id: &str) -> Option<Conversation> {
+        CONVERSATIONS.with(|c| c.borrow_mut().as_mut()?.get(id).cloned())
+    }
+
+    pub fn put_conversation(id: &str, v: &Conversation) {
+        CONVERSATIONS.with(|c| {
+            if let Some(cache) = c.borrow_mut().as_mut() {
+                cache.put(id.to_string(), v.clone());
+            }
+        });
+    }
+
+    /// Before any write that may change a chatbot or a conversation.
+    pub fn clear_conversations() {
+        CONVERSATIONS.with(|c| {
             if let Some(cache) = c.borrow_mut().as_mut() {
                 cache.clear();
             }
@@ -1381,6 +1441,7 @@ impl Store for SqliteStore {
                             retries.push(t);
                         }
                         if rec.next == AttemptNext::EndpointGone {
+                            message_cache::clear_conversations();
                             let bot: String = c
                                 .prepare_cached(
                                     "UPDATE chatbots SET endpoint_disabled = 1 WHERE id = (SELECT chatbot_id FROM events WHERE id = ?1)

@@ -6,11 +6,11 @@ use serde_json::Value;
 
 use super::{
     CHATBOT_COL_COUNT, CHATBOT_COLS_OF_B, append_stream, backend, chatbot_row, insert_event,
-    load_message, message_json, save_message,
+    load_message, message_cache, message_json, save_message,
 };
 use crate::domain::inbox::{self, Interaction, NewInteraction};
 use crate::domain::interact::{Action, Context};
-use crate::domain::model::{Chatbot, Message, Person};
+use crate::domain::model::{Message, Person};
 use crate::hub::ApiEvent;
 use crate::store::{Claimed, Interacted, NewEvent, StoreError, StoreResult, StreamEvent};
 
@@ -146,6 +146,33 @@ pub struct Effects {
     pub hot: Option<Claimed>,
 }
 
+/// A conversation's chatbot and state, from the writer's cache or the
+/// table (the writer empties the cache before any write that may change
+/// either, and when another connection wrote).
+fn conversation(c: &Connection, id: &str) -> StoreResult<message_cache::Conversation> {
+    if let Some(v) = message_cache::conversation(id) {
+        return Ok(v);
+    }
+    let v = c
+        .prepare_cached(&format!(
+            "SELECT {}, v.created_at, v.taken_over_by
+             FROM conversations v JOIN chatbots b ON b.id = v.chatbot_id WHERE v.id = ?1",
+            CHATBOT_COLS_OF_B
+        ))
+        .and_then(|mut s| {
+            s.query_row([id], |r| {
+                Ok(message_cache::Conversation {
+                    bot: std::sync::Arc::new(chatbot_row(r)?),
+                    created_at: r.get(CHATBOT_COL_COUNT)?,
+                    taken_over_by: r.get(CHATBOT_COL_COUNT + 1)?,
+                })
+            })
+        })
+        .map_err(backend)?;
+    message_cache::put_conversation(id, &v);
+    Ok(v)
+}
+
 /// Applies an action to a loaded message inside the current transaction:
 /// block state, interaction, event, stream entry — or nothing.
 #[allow(clippy::too_many_arguments)]
@@ -160,22 +187,8 @@ pub fn apply(
     interactive_window_ms: i64,
 ) -> StoreResult<Effects> {
     // The chatbot whole: its event goes to the dispatcher with it.
-    let (bot, conv_created, taken): (Chatbot, i64, Option<String>) = c
-        .prepare_cached(&format!(
-            "SELECT {}, v.created_at, v.taken_over_by
-             FROM conversations v JOIN chatbots b ON b.id = v.chatbot_id WHERE v.id = ?1",
-            CHATBOT_COLS_OF_B
-        ))
-        .and_then(|mut s| {
-            s.query_row([&msg.conversation_id], |r| {
-                Ok((
-                    chatbot_row(r)?,
-                    r.get(CHATBOT_COL_COUNT)?,
-                    r.get(CHATBOT_COL_COUNT + 1)?,
-                ))
-            })
-        })
-        .map_err(backend)?;
+    let conv = conversation(c, &msg.conversation_id)?;
+    let (bot, conv_created, taken) = (conv.bot, conv.created_at, conv.taken_over_by);
     let (chatbot_id, retention_ms) = (bot.id.clone(), bot.retention_ms);
     let mut interactions = of_action(c, &msg, action)?;
     let ctx = Context {
@@ -224,7 +237,7 @@ pub fn apply(
         )?);
     }
     if let Some(h) = hot.as_mut() {
-        h.bot = Some(std::sync::Arc::new(bot));
+        h.bot = Some(bot);
     }
     let typing = msg.typing_on_interaction;
     Ok(Effects {
