@@ -1097,13 +1097,20 @@ impl Store for PostgresStore {
     ) -> BoxFut<'_, StoreResult<(EventSummary, Vec<AttemptRow>)>> {
         let (bid, eid) = (chatbot_id.to_string(), event_id.to_string());
         Box::pin(async move {
+            // One snapshot: the event's status and its attempts are written
+            // by one commit and read together.
+            let mut tx = self.pool.begin().await.map_err(backend)?;
+            sqlx::query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+                .execute(&mut *tx)
+                .await
+                .map_err(backend)?;
             let row = sqlx::query(
                 "SELECT id, type, created_at, payload, status, attempts, next_attempt_at FROM events
                  WHERE id = $1 AND chatbot_id = $2",
             )
             .bind(&eid)
             .bind(&bid)
-            .fetch_optional(&self.pool)
+            .fetch_optional(&mut *tx)
             .await
             .map_err(backend)?
             .ok_or(StoreError::NotFound)?;
@@ -1113,9 +1120,10 @@ impl Store for PostgresStore {
                  WHERE event_id = $1 ORDER BY number",
             )
             .bind(&eid)
-            .fetch_all(&self.pool)
+            .fetch_all(&mut *tx)
             .await
             .map_err(backend)?;
+            tx.commit().await.map_err(backend)?;
             let attempts = rows
                 .iter()
                 .map(|r| {

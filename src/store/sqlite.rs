@@ -1553,6 +1553,9 @@ impl Store for SqliteStore {
         event_id: &str,
     ) -> BoxFut<'_, StoreResult<(EventSummary, Vec<AttemptRow>)>> {
         let r = self.read(|c| {
+            // One snapshot: the event's status and its attempts are
+            // written by one commit and read together.
+            let snapshot = c.unchecked_transaction()?;
             let ev = c
                 .prepare_cached(
                     "SELECT id, type, created_at, payload, status, attempts, next_attempt_at FROM events
@@ -1577,6 +1580,8 @@ impl Store for SqliteStore {
                     })
                 })?
                 .collect::<rusqlite::Result<Vec<_>>>()?;
+            drop(s);
+            snapshot.commit()?;
             Ok(Some((ev, attempts)))
         });
         Box::pin(async move { r?.ok_or(StoreError::NotFound) })
