@@ -573,6 +573,38 @@ pub(super) mod message_cache {
             }
         });
         clear_conversations();
+        SETTLED.with(|c| {
+            if let Some(cache) = c.borrow_mut().as_mut() {
+                cache.clear();
+            }
+        });
+    }
+
+    thread_local! {
+        static SETTLED: RefCell<Option<lru::LruCache<String, ()>>> = const { RefCell::new(None) };
+    }
+
+    /// Whether message `id` is known to have no pending or asked
+    /// interaction (most clicks after the first on a button that stays on).
+    pub fn settled(id: &str) -> bool {
+        SETTLED.with(|c| c.borrow_mut().as_mut().is_some_and(|s| s.get(id).is_some()))
+    }
+
+    pub fn settle(id: &str) {
+        SETTLED.with(|c| {
+            if let Some(cache) = c.borrow_mut().as_mut() {
+                cache.put(id.to_string(), ());
+            }
+        });
+    }
+
+    /// An interaction of message `id` was inserted or changed.
+    pub fn unsettle(id: &str) {
+        SETTLED.with(|c| {
+            if let Some(cache) = c.borrow_mut().as_mut() {
+                cache.pop(id);
+            }
+        });
     }
 
     /// A conversation as a click needs it: its chatbot (whole, handed to
@@ -589,9 +621,11 @@ pub(super) mod message_cache {
         static CONVERSATIONS: RefCell<Option<lru::LruCache<String, Conversation>>> = const { RefCell::new(None) };
     }
 
-    /// Gives the calling thread (the writer) a conversation cache too.
+    /// Gives the calling thread (the writer) a conversation cache and a
+    /// settled-message cache too.
     pub fn enable_conversations() {
         CONVERSATIONS.with(|c| *c.borrow_mut() = Some(lru::LruCache::new(CAPACITY)));
+        SETTLED.with(|c| *c.borrow_mut() = Some(lru::LruCache::new(CAPACITY)));
     }
 
     pub fn conversation(id: &str) -> Option<Conversation> {

@@ -63,6 +63,7 @@ pub fn insert(c: &Connection, i: &NewInteraction, now_ms: i64) -> StoreResult<()
             )));
         }
     }
+    message_cache::unsettle(&i.message_id);
     c.prepare_cached(
         "INSERT INTO interactions (id, chatbot_id, conversation_id, message_id, type, status, prompt, payload, spec, is_ask,
                                    expires_at, created_at, updated_at)
@@ -100,15 +101,26 @@ pub fn of_message(c: &Connection, message_id: &str) -> StoreResult<Vec<Interacti
 
 /// The interactions an action on `msg` may concern: the pending and asked
 /// ones, and every one when the action's block is gone from the message.
+/// A message found with none is remembered as settled until one of its
+/// interactions is inserted or saved (or the writer's caches are emptied).
 fn of_action(c: &Connection, msg: &Message, action: &Action) -> StoreResult<Vec<Interaction>> {
+    let gone = inbox::block_gone(msg, action);
+    if !gone && message_cache::settled(&msg.id) {
+        return Ok(Vec::new());
+    }
     let mut s = c
         .prepare_cached(&format!(
             "SELECT {COLS} FROM interactions WHERE message_id = ?1 AND (?2 OR status = 'pending' OR is_ask = 1)"
         ))
         .map_err(backend)?;
-    s.query_map(params![msg.id, inbox::block_gone(msg, action)], row)
+    let found: Vec<Interaction> = s
+        .query_map(params![msg.id, gone], row)
         .and_then(|rows| rows.collect())
-        .map_err(backend)
+        .map_err(backend)?;
+    if !gone && found.is_empty() {
+        message_cache::settle(&msg.id);
+    }
+    Ok(found)
 }
 
 pub fn by_id(c: &Connection, id: &str) -> StoreResult<Interaction> {
@@ -119,6 +131,7 @@ pub fn by_id(c: &Connection, id: &str) -> StoreResult<Interaction> {
 }
 
 pub fn save(c: &Connection, i: &Interaction) -> StoreResult<()> {
+    message_cache::unsettle(&i.message_id);
     c.prepare_cached(
         "UPDATE interactions SET status = ?2, response = ?3, updated_at = ?4, answered_at = ?5, spec = ?6 WHERE id = ?1",
     )

@@ -7,8 +7,8 @@ use std::time::Duration;
 use serde_json::json;
 
 use super::{
-    attempt_codes, attempt_header, conversation_with_click, edit_bot_in_store, get_bot, patch_bot,
-    redeliver, webhook_id,
+    attempt_codes, attempt_header, click_ok, conversation_with_click, edit_bot_in_store, get_bot,
+    patch_bot, redeliver, reusable_buttons, webhook_id,
 };
 use crate::helpers::{ADMIN_TOKEN, Answer, Receiver, TestApp, spawn_app, spawn_app_with};
 
@@ -174,5 +174,28 @@ async fn private_addresses_are_refused_at_send_time() {
     assert!(
         rx.next(Duration::from_millis(300)).await.is_none(),
         "nothing was sent"
+    );
+}
+
+#[actix_web::test]
+async fn a_chatbot_edited_by_another_connection_is_seen_by_the_next_click() {
+    let app = spawn_app().await;
+    let mut first = Receiver::start().await;
+    let mut second = Receiver::start().await;
+    let bot = app.create_bot(&first.url).await;
+    // The first click reads the conversation and its chatbot, and the
+    // service keeps them for the clicks after it.
+    let conv = app.create_conv(&bot).await;
+    let mid = reusable_buttons(&app, &bot, &conv).await;
+    click_ok(&app, &conv, &mid).await;
+    assert_eq!(first.take(1, Duration::from_secs(5)).await.len(), 1);
+
+    set_url_in_store(&app, &bot.id, &second.url).await;
+    click_ok(&app, &conv, &mid).await;
+    let got = second.take(1, Duration::from_secs(5)).await;
+    assert_eq!(got.len(), 1, "the next click goes to the URL in the file");
+    assert!(
+        first.next(Duration::from_millis(300)).await.is_none(),
+        "nothing more goes to the old URL"
     );
 }
