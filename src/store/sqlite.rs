@@ -232,7 +232,7 @@ impl SqliteStore {
                 // Any of these jobs may change a chatbot or a conversation;
                 // the decided ones (a click, attempt records) say so
                 // themselves when they do.
-                message_cache::clear_conversations();
+                writer_cache::clear_conversations();
             }
             let result = match conn {
                 None => Err(StoreError::Backend(
@@ -244,7 +244,7 @@ impl SqliteStore {
                         let end = if r.is_ok() {
                             exec(conn, "RELEASE job")
                         } else {
-                            message_cache::clear();
+                            writer_cache::clear();
                             exec(conn, "ROLLBACK TO job").and_then(|()| exec(conn, "RELEASE job"))
                         };
                         match end {
@@ -329,8 +329,7 @@ fn writer_loop(
     sync: Sender<Synced>,
     disk: &Disk,
 ) {
-    message_cache::enable();
-    message_cache::enable_conversations();
+    writer_cache::enable();
     let mut done: Vec<Done> = Vec::with_capacity(MAX_BATCH);
     let mut hot: Vec<Claimed> = Vec::new();
     // Changes committed by another connection (an operator's SQL, a test)
@@ -350,7 +349,7 @@ fn writer_loop(
             .and_then(|mut s| s.query_row([], |r| r.get::<_, i64>(0)))
             .ok();
         if version.is_none() || version != seen_version {
-            message_cache::clear();
+            writer_cache::clear();
             seen_version = version;
         }
         let mut durable = first.durable;
@@ -387,7 +386,7 @@ fn writer_loop(
             exec(&conn, "COMMIT").map_err(|e| e.to_string())
         };
         if commit.is_err() {
-            message_cache::clear();
+            writer_cache::clear();
             let _ = conn.execute_batch("ROLLBACK");
             // Its events were rolled back with it.
             hot.clear();
@@ -523,11 +522,13 @@ fn to_doc(m: &Message) -> StoreResult<String> {
     serde_json::to_string(m).map_err(backend)
 }
 
-/// Messages most recently read or written by the writer thread, as parsed:
-/// a click reads its message without a query or a parse. Only the writer
-/// thread has one (every change of a message is written there, and the
-/// cache follows each; a rolled-back job or batch empties it).
-pub(super) mod message_cache {
+/// What the writer thread keeps of what clicks read, so that a click needs
+/// no query for it: messages as parsed (every change of a message is
+/// written there and the cache follows it), conversations with their
+/// chatbot, and messages with no pending interaction left. Only the writer
+/// thread has these; a rolled-back job or batch, or a change by another
+/// connection, empties them all.
+pub(super) mod writer_cache {
     use std::cell::RefCell;
     use std::num::NonZeroUsize;
 
@@ -539,16 +540,18 @@ pub(super) mod message_cache {
         static CACHE: RefCell<Option<lru::LruCache<String, Message>>> = const { RefCell::new(None) };
     }
 
-    /// Gives the calling thread (the writer) a cache.
+    /// Gives the calling thread (the writer) its caches.
     pub fn enable() {
         CACHE.with(|c| *c.borrow_mut() = Some(lru::LruCache::new(CAPACITY)));
+        CONVERSATIONS.with(|c| *c.borrow_mut() = Some(lru::LruCache::new(CAPACITY)));
+        SETTLED.with(|c| *c.borrow_mut() = Some(lru::LruCache::new(CAPACITY)));
     }
 
-    pub fn get(id: &str) -> Option<Message> {
+    pub fn message(id: &str) -> Option<Message> {
         CACHE.with(|c| c.borrow_mut().as_mut()?.get(id).cloned())
     }
 
-    pub fn put(m: &Message) {
+    pub fn put_message(m: &Message) {
         CACHE.with(|c| {
             if let Some(cache) = c.borrow_mut().as_mut() {
                 cache.put(m.id.clone(), m.clone());
@@ -556,7 +559,7 @@ pub(super) mod message_cache {
         });
     }
 
-    pub fn forget(id: &str) {
+    pub fn forget_message(id: &str) {
         CACHE.with(|c| {
             if let Some(cache) = c.borrow_mut().as_mut() {
                 cache.pop(id);
@@ -621,13 +624,6 @@ pub(super) mod message_cache {
         static CONVERSATIONS: RefCell<Option<lru::LruCache<String, Conversation>>> = const { RefCell::new(None) };
     }
 
-    /// Gives the calling thread (the writer) a conversation cache and a
-    /// settled-message cache too.
-    pub fn enable_conversations() {
-        CONVERSATIONS.with(|c| *c.borrow_mut() = Some(lru::LruCache::new(CAPACITY)));
-        SETTLED.with(|c| *c.borrow_mut() = Some(lru::LruCache::new(CAPACITY)));
-    }
-
     pub fn conversation(id: &str) -> Option<Conversation> {
         CONVERSATIONS.with(|c| c.borrow_mut().as_mut()?.get(id).cloned())
     }
@@ -651,11 +647,11 @@ pub(super) mod message_cache {
 }
 
 fn load_message(conn: &Connection, id: &str) -> StoreResult<Message> {
-    if let Some(m) = message_cache::get(id) {
+    if let Some(m) = writer_cache::message(id) {
         return Ok(m);
     }
     let m = load_message_uncached(conn, id)?;
-    message_cache::put(&m);
+    writer_cache::put_message(&m);
     Ok(m)
 }
 
@@ -676,7 +672,7 @@ fn save_message(conn: &Connection, m: &Message) -> StoreResult<String> {
     conn.prepare_cached("UPDATE messages SET doc = ?2 WHERE id = ?1")
         .and_then(|mut s| s.execute(params![m.id, doc]))
         .map_err(backend)?;
-    message_cache::put(m);
+    writer_cache::put_message(m);
     Ok(doc)
 }
 
@@ -688,7 +684,7 @@ fn insert_message(conn: &Connection, m: &Message) -> StoreResult<String> {
     )
     .and_then(|mut s| s.execute(params![m.id, m.conversation_id, doc, m.created_ms]))
     .map_err(backend)?;
-    message_cache::put(m);
+    writer_cache::put_message(m);
     Ok(doc)
 }
 
@@ -1292,7 +1288,7 @@ impl Store for SqliteStore {
                         Reply::Delete => {
                             let m = load_message(c, &req.message_id)?;
                             c.execute("UPDATE messages SET deleted = 1 WHERE id = ?1", [&m.id]).map_err(backend)?;
-                            message_cache::forget(&m.id);
+                            writer_cache::forget_message(&m.id);
                             api = inbox::after_reply(c, &m, true, window, req.now_ms)?;
                             entries.push(append_stream(
                                 c,
@@ -1475,7 +1471,7 @@ impl Store for SqliteStore {
                             retries.push(t);
                         }
                         if rec.next == AttemptNext::EndpointGone {
-                            message_cache::clear_conversations();
+                            writer_cache::clear_conversations();
                             let bot: String = c
                                 .prepare_cached(
                                     "UPDATE chatbots SET endpoint_disabled = 1 WHERE id = (SELECT chatbot_id FROM events WHERE id = ?1)

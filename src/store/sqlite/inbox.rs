@@ -6,7 +6,7 @@ use serde_json::Value;
 
 use super::{
     CHATBOT_COL_COUNT, CHATBOT_COLS_OF_B, append_stream, backend, chatbot_row, insert_event,
-    load_message, message_cache, message_json, save_message,
+    load_message, message_json, save_message, writer_cache,
 };
 use crate::domain::inbox::{self, Interaction, NewInteraction};
 use crate::domain::interact::{Action, Context};
@@ -63,7 +63,7 @@ pub fn insert(c: &Connection, i: &NewInteraction, now_ms: i64) -> StoreResult<()
             )));
         }
     }
-    message_cache::unsettle(&i.message_id);
+    writer_cache::unsettle(&i.message_id);
     c.prepare_cached(
         "INSERT INTO interactions (id, chatbot_id, conversation_id, message_id, type, status, prompt, payload, spec, is_ask,
                                    expires_at, created_at, updated_at)
@@ -105,7 +105,7 @@ pub fn of_message(c: &Connection, message_id: &str) -> StoreResult<Vec<Interacti
 /// interactions is inserted or saved (or the writer's caches are emptied).
 fn of_action(c: &Connection, msg: &Message, action: &Action) -> StoreResult<Vec<Interaction>> {
     let gone = inbox::block_gone(msg, action);
-    if !gone && message_cache::settled(&msg.id) {
+    if !gone && writer_cache::settled(&msg.id) {
         return Ok(Vec::new());
     }
     let mut s = c
@@ -118,7 +118,7 @@ fn of_action(c: &Connection, msg: &Message, action: &Action) -> StoreResult<Vec<
         .and_then(|rows| rows.collect())
         .map_err(backend)?;
     if !gone && found.is_empty() {
-        message_cache::settle(&msg.id);
+        writer_cache::settle(&msg.id);
     }
     Ok(found)
 }
@@ -131,7 +131,7 @@ pub fn by_id(c: &Connection, id: &str) -> StoreResult<Interaction> {
 }
 
 pub fn save(c: &Connection, i: &Interaction) -> StoreResult<()> {
-    message_cache::unsettle(&i.message_id);
+    writer_cache::unsettle(&i.message_id);
     c.prepare_cached(
         "UPDATE interactions SET status = ?2, response = ?3, updated_at = ?4, answered_at = ?5, spec = ?6 WHERE id = ?1",
     )
@@ -162,8 +162,8 @@ pub struct Effects {
 /// A conversation's chatbot and state, from the writer's cache or the
 /// table (the writer empties the cache before any write that may change
 /// either, and when another connection wrote).
-fn conversation(c: &Connection, id: &str) -> StoreResult<message_cache::Conversation> {
-    if let Some(v) = message_cache::conversation(id) {
+fn conversation(c: &Connection, id: &str) -> StoreResult<writer_cache::Conversation> {
+    if let Some(v) = writer_cache::conversation(id) {
         return Ok(v);
     }
     let v = c
@@ -174,7 +174,7 @@ fn conversation(c: &Connection, id: &str) -> StoreResult<message_cache::Conversa
         ))
         .and_then(|mut s| {
             s.query_row([id], |r| {
-                Ok(message_cache::Conversation {
+                Ok(writer_cache::Conversation {
                     bot: std::sync::Arc::new(chatbot_row(r)?),
                     created_at: r.get(CHATBOT_COL_COUNT)?,
                     taken_over_by: r.get(CHATBOT_COL_COUNT + 1)?,
@@ -182,7 +182,7 @@ fn conversation(c: &Connection, id: &str) -> StoreResult<message_cache::Conversa
             })
         })
         .map_err(backend)?;
-    message_cache::put_conversation(id, &v);
+    writer_cache::put_conversation(id, &v);
     Ok(v)
 }
 
