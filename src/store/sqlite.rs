@@ -545,6 +545,7 @@ pub(super) mod writer_cache {
         CACHE.with(|c| *c.borrow_mut() = Some(lru::LruCache::new(CAPACITY)));
         CONVERSATIONS.with(|c| *c.borrow_mut() = Some(lru::LruCache::new(CAPACITY)));
         SETTLED.with(|c| *c.borrow_mut() = Some(lru::LruCache::new(CAPACITY)));
+        ACTIVE.with(|c| *c.borrow_mut() = Some(lru::LruCache::new(CAPACITY)));
     }
 
     pub fn message(id: &str) -> Option<Message> {
@@ -636,11 +637,46 @@ pub(super) mod writer_cache {
         });
     }
 
-    /// Before any write that may change a chatbot or a conversation.
+    /// Before any write that may change a chatbot or a conversation,
+    /// including the state of its events.
     pub fn clear_conversations() {
         CONVERSATIONS.with(|c| {
             if let Some(cache) = c.borrow_mut().as_mut() {
                 cache.clear();
+            }
+        });
+        ACTIVE.with(|c| {
+            if let Some(cache) = c.borrow_mut().as_mut() {
+                cache.clear();
+            }
+        });
+    }
+
+    thread_local! {
+        static ACTIVE: RefCell<Option<lru::LruCache<String, u32>>> = const { RefCell::new(None) };
+    }
+
+    /// How many events of conversation `id` are undelivered (pending or
+    /// failed), when the writer knows it exactly: learned when a query
+    /// found none, then followed through every event it inserts and every
+    /// attempt that ends one. Any other change of an event's state goes
+    /// through a job that empties this first.
+    pub fn active(id: &str) -> Option<u32> {
+        ACTIVE.with(|c| c.borrow_mut().as_mut()?.get(id).copied())
+    }
+
+    pub fn set_active(id: &str, n: u32) {
+        ACTIVE.with(|c| {
+            if let Some(cache) = c.borrow_mut().as_mut() {
+                cache.put(id.to_string(), n);
+            }
+        });
+    }
+
+    pub fn forget_active(id: &str) {
+        ACTIVE.with(|c| {
+            if let Some(cache) = c.borrow_mut().as_mut() {
+                cache.pop(id);
             }
         });
     }
@@ -710,12 +746,16 @@ fn append_stream(
 /// is the head of its conversation (nothing earlier still to deliver).
 fn insert_event(conn: &Connection, e: NewEvent) -> StoreResult<Option<Claimed>> {
     // Two plain statements: a RETURNING clause measured dearer than both.
-    let behind: bool = conn
-        .prepare_cached(
-            "SELECT EXISTS (SELECT 1 FROM events WHERE conversation_id = ?1 AND status IN ('pending', 'failed'))",
-        )
-        .and_then(|mut s| s.query_row([&e.conversation_id], |r| r.get(0)))
-        .map_err(backend)?;
+    let known = writer_cache::active(&e.conversation_id);
+    let behind: bool = match known {
+        Some(n) => n > 0,
+        None => conn
+            .prepare_cached(
+                "SELECT EXISTS (SELECT 1 FROM events WHERE conversation_id = ?1 AND status IN ('pending', 'failed'))",
+            )
+            .and_then(|mut s| s.query_row([&e.conversation_id], |r| r.get(0)))
+            .map_err(backend)?,
+    };
     conn.prepare_cached(
         "INSERT INTO events (id, chatbot_id, conversation_id, type, payload, created_at, status, attempts, next_attempt_at, is_head)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'pending', 0, ?6, ?7)",
@@ -732,6 +772,11 @@ fn insert_event(conn: &Connection, e: NewEvent) -> StoreResult<Option<Claimed>> 
         ])
     })
     .map_err(backend)?;
+    match known {
+        Some(n) => writer_cache::set_active(&e.conversation_id, n + 1),
+        None if !behind => writer_cache::set_active(&e.conversation_id, 1),
+        None => {}
+    }
     let seq = conn.last_insert_rowid();
     Ok((!behind).then(|| Claimed {
         seq,
@@ -746,8 +791,13 @@ fn insert_event(conn: &Connection, e: NewEvent) -> StoreResult<Option<Claimed>> 
 }
 
 /// After an event leaves the active states, the next one of its
-/// conversation becomes the head.
-fn promote_next(conn: &Connection, conversation_id: &str) -> StoreResult<Option<(Claimed, i64)>> {
+/// conversation becomes the head (returned with when it is due, if it was
+/// not the head already), and whether the conversation has any
+/// undelivered event left.
+fn promote_next(
+    conn: &Connection,
+    conversation_id: &str,
+) -> StoreResult<(Option<(Claimed, i64)>, bool)> {
     let next = conn
         .prepare_cached(
             "SELECT seq, id, chatbot_id, conversation_id, payload, attempts, attempt_base, next_attempt_at, is_head
@@ -774,12 +824,12 @@ fn promote_next(conn: &Connection, conversation_id: &str) -> StoreResult<Option<
         })
         .map_err(backend)?;
     let Some((c, at, false)) = next else {
-        return Ok(None);
+        return Ok((None, next.is_some()));
     };
     conn.prepare_cached("UPDATE events SET is_head = 1 WHERE seq = ?1")
         .and_then(|mut s| s.execute([c.seq]))
         .map_err(backend)?;
-    Ok(Some((c, at)))
+    Ok((Some((c, at)), true))
 }
 
 fn message_json(m: &Message) -> String {
@@ -1461,12 +1511,27 @@ impl Store for SqliteStore {
                             AttemptNext::RetryAt(t) => ("failed", t, true),
                             AttemptNext::EndpointGone => ("failed", rec.at_ms, true),
                         };
-                        c.prepare_cached(
-                            "UPDATE events SET status = ?2, attempts = max(attempts, ?3), next_attempt_at = ?4,
-                             is_head = ?5, leased_until = 0 WHERE seq = ?1",
-                        )
-                        .and_then(|mut s| s.execute(params![rec.seq, status, rec.number, next, is_head as i64]))
-                        .map_err(backend)?;
+                        let args = params![rec.seq, status, rec.number, next, is_head as i64];
+                        // Whether the event was undelivered before: what
+                        // keeps the writer's count of its conversation right.
+                        let was_active = c
+                            .prepare_cached(
+                                "UPDATE events SET status = ?2, attempts = max(attempts, ?3), next_attempt_at = ?4,
+                                 is_head = ?5, leased_until = 0 WHERE seq = ?1 AND status IN ('pending', 'failed')",
+                            )
+                            .and_then(|mut s| s.execute(args))
+                            .map_err(backend)?
+                            == 1;
+                        if !was_active {
+                            // A late record of an event already ended.
+                            writer_cache::forget_active(&rec.conversation_id);
+                            c.prepare_cached(
+                                "UPDATE events SET status = ?2, attempts = max(attempts, ?3), next_attempt_at = ?4,
+                                 is_head = ?5, leased_until = 0 WHERE seq = ?1",
+                            )
+                            .and_then(|mut s| s.execute(args))
+                            .map_err(backend)?;
+                        }
                         if let AttemptNext::RetryAt(t) = rec.next {
                             retries.push(t);
                         }
@@ -1481,8 +1546,28 @@ impl Store for SqliteStore {
                                 .map_err(backend)?;
                             gone.push(bot);
                         }
-                        if !is_head && let Some(p) = promote_next(c, &rec.conversation_id)? {
+                        if is_head {
+                            continue;
+                        }
+                        // The event left the undelivered states: the next
+                        // of its conversation, if any, becomes the head.
+                        let left = match writer_cache::active(&rec.conversation_id) {
+                            Some(n) if was_active && n > 0 => {
+                                let left = n.saturating_sub(1);
+                                writer_cache::set_active(&rec.conversation_id, left);
+                                Some(left)
+                            }
+                            _ => None,
+                        };
+                        if left == Some(0) {
+                            continue;
+                        }
+                        let (next, any_left) = promote_next(c, &rec.conversation_id)?;
+                        if let Some(p) = next {
                             promoted.push(p);
+                        }
+                        if !any_left {
+                            writer_cache::set_active(&rec.conversation_id, 0);
                         }
                     }
                     Ok((promoted, retries, gone))

@@ -4,8 +4,8 @@
 use std::time::Duration;
 
 use super::{
-    attempt_header, click_ok, conversation_with_click, event_ids_in_order, reusable_buttons,
-    webhook_id,
+    attempt_header, click_ok, conversation_with_click, event_ids_in_order, redeliver,
+    reusable_buttons, webhook_id,
 };
 use crate::helpers::{Answer, Receiver, spawn_app_with};
 
@@ -83,4 +83,52 @@ async fn a_dead_event_lets_the_next_of_its_conversation_go() {
         })
         .await;
     assert_eq!(e["status"], "dead");
+}
+
+#[actix_web::test]
+async fn a_redelivered_event_holds_back_the_next_click_of_its_conversation() {
+    // The store keeps count of each conversation's undelivered events; a
+    // redelivery makes a delivered event undelivered again, and the next
+    // click must queue behind it, not overtake it.
+    let app = spawn_app_with(|c| {
+        c.retry_min_delay = Duration::from_secs(2);
+        c.retry_max_delay = Duration::from_secs(2);
+    })
+    .await;
+    let mut rx = Receiver::start().await;
+    let bot = app.create_bot(&rx.url).await;
+    let conv = app.create_conv(&bot).await;
+    let mid = reusable_buttons(&app, &bot, &conv).await;
+    click_ok(&app, &conv, &mid).await;
+    let e1 = webhook_id(&rx.take(1, Duration::from_secs(5)).await.remove(0));
+    let done = app
+        .wait_event(&bot, &e1, Duration::from_secs(3), |e| {
+            e["status"] == "succeeded"
+        })
+        .await;
+    assert_eq!(done["status"], "succeeded");
+
+    rx.push(Answer::status(500));
+    assert_eq!(redeliver(&app, &bot, &e1).await.status(), 202);
+    let again = rx.take(1, Duration::from_secs(5)).await.remove(0);
+    assert_eq!(
+        (webhook_id(&again), attempt_header(&again)),
+        (e1.clone(), "2".into())
+    );
+    click_ok(&app, &conv, &mid).await;
+    assert!(
+        rx.next(Duration::from_millis(1000)).await.is_none(),
+        "the new click waits for the redelivered event's retry"
+    );
+    let rest = rx.take(2, Duration::from_secs(6)).await;
+    let got: Vec<(String, String)> = rest
+        .iter()
+        .map(|r| (webhook_id(r), attempt_header(r)))
+        .collect();
+    let ids = event_ids_in_order(&app, &bot).await;
+    assert_eq!(ids.len(), 2);
+    assert_eq!(
+        got,
+        vec![(e1, "3".to_string()), (ids[1].clone(), "1".to_string())]
+    );
 }
