@@ -126,8 +126,9 @@ pub struct Claimed {
     /// Attempts made before the last redeliver: a redelivered event gets a
     /// fresh retry budget while attempt numbers keep counting.
     pub attempt_base: u32,
-    /// Its chatbot as read in the transaction that committed the event,
-    /// when the store had it at hand (the dispatcher reads it otherwise).
+    /// Its chatbot as read in the transaction that committed the event or
+    /// made it its conversation's head, when the store had it at hand (the
+    /// dispatcher reads it otherwise).
     pub bot: Option<std::sync::Arc<Chatbot>>,
 }
 

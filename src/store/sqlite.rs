@@ -1563,7 +1563,10 @@ impl Store for SqliteStore {
                             continue;
                         }
                         let (next, any_left) = promote_next(c, &rec.conversation_id)?;
-                        if let Some(p) = next {
+                        if let Some(mut p) = next {
+                            // Its chatbot as the writer knows it, if it
+                            // does: the dispatcher need not read it.
+                            p.0.bot = writer_cache::conversation(&rec.conversation_id).map(|c| c.bot);
                             promoted.push(p);
                         }
                         if !any_left {
