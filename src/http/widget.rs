@@ -225,8 +225,26 @@ async fn post_message(
     st.store
         .insert_message(msg.clone(), Some(event), Vec::new())
         .await?;
-    metrics::counter!("blockhook_events_total", "type" => events::MESSAGE_RECEIVED).increment(1);
+    events_counter(events::MESSAGE_RECEIVED).increment(1);
     Ok(HttpResponse::Created().json(msg))
+}
+
+/// `blockhook_events_total` of one event type, registered once (not
+/// looked up by name and labels on every click).
+fn events_counter(event_type: &'static str) -> &'static metrics::Counter {
+    static COUNTERS: std::sync::OnceLock<[(&'static str, metrics::Counter); 3]> =
+        std::sync::OnceLock::new();
+    let all = COUNTERS.get_or_init(|| {
+        [
+            events::BUTTON_CLICKED,
+            events::FORM_SUBMITTED,
+            events::MESSAGE_RECEIVED,
+        ]
+        .map(|t| (t, metrics::counter!("blockhook_events_total", "type" => t)))
+    });
+    all.iter()
+        .find(|(t, _)| *t == event_type)
+        .map_or(&all[2].1, |(_, c)| c)
 }
 
 async fn interact(
@@ -256,7 +274,7 @@ async fn interact(
             interactive_window_ms: st.config.interactive_window.as_millis() as i64,
         })
         .await?;
-    metrics::counter!("blockhook_events_total", "type" => event_type).increment(1);
+    events_counter(event_type).increment(1);
     if out.typing {
         super::responses::start_typing(st, &v.0.id, &out.message.id).await;
     }
