@@ -278,9 +278,20 @@ async fn interact(
     if out.typing {
         super::responses::start_typing(st, &v.0.id, &out.message.id).await;
     }
-    Ok(HttpResponse::Ok().json(MessageBody {
-        message: &out.message,
-    }))
+    Ok(match &out.json {
+        Some(json) => {
+            let mut body = String::with_capacity(json.len() + 12);
+            body.push_str("{\"message\":");
+            body.push_str(json);
+            body.push('}');
+            HttpResponse::Ok()
+                .content_type(actix_web::http::header::ContentType::json())
+                .body(body)
+        }
+        None => HttpResponse::Ok().json(MessageBody {
+            message: &out.message,
+        }),
+    })
 }
 
 /// `{"message": …}`, serialized straight from the message.

@@ -111,6 +111,9 @@ pub struct InteractionFilter {
 pub struct Interacted {
     pub message: Message,
     pub typing: bool,
+    /// `message` as JSON, when the store had it at hand (an unchanged
+    /// message serialized once for many clicks).
+    pub json: Option<std::sync::Arc<str>>,
 }
 
 /// A delivery claimed by a worker.

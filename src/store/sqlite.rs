@@ -531,13 +531,17 @@ fn to_doc(m: &Message) -> StoreResult<String> {
 pub(super) mod writer_cache {
     use std::cell::RefCell;
     use std::num::NonZeroUsize;
+    use std::sync::Arc;
 
     use crate::domain::model::Message;
 
     const CAPACITY: NonZeroUsize = NonZeroUsize::new(4096).unwrap();
 
+    /// A message as parsed, and as JSON once some answer needed it.
+    type Entry = (Message, Option<Arc<str>>);
+
     thread_local! {
-        static CACHE: RefCell<Option<lru::LruCache<String, Message>>> = const { RefCell::new(None) };
+        static CACHE: RefCell<Option<lru::LruCache<String, Entry>>> = const { RefCell::new(None) };
     }
 
     /// Gives the calling thread (the writer) its caches.
@@ -549,15 +553,34 @@ pub(super) mod writer_cache {
     }
 
     pub fn message(id: &str) -> Option<Message> {
-        CACHE.with(|c| c.borrow_mut().as_mut()?.get(id).cloned())
+        CACHE.with(|c| Some(c.borrow_mut().as_mut()?.get(id)?.0.clone()))
     }
 
-    pub fn put_message(m: &Message) {
+    /// `json`, when known, is `m` serialized (what a click answers with).
+    pub fn put_message(m: &Message, json: Option<Arc<str>>) {
         CACHE.with(|c| {
             if let Some(cache) = c.borrow_mut().as_mut() {
-                cache.put(m.id.clone(), m.clone());
+                cache.put(m.id.clone(), (m.clone(), json));
             }
         });
+    }
+
+    /// Message `m` as JSON: as cached with it, or serialized once and kept.
+    /// `m` must be the cached message unchanged.
+    pub fn message_json(m: &Message) -> Option<Arc<str>> {
+        CACHE.with(|c| {
+            let mut c = c.borrow_mut();
+            let (_, json) = c.as_mut()?.get_mut(&m.id)?;
+            if json.is_none() {
+                *json = serde_json::to_string(m).ok().map(Arc::from);
+            }
+            debug_assert_eq!(
+                json.as_deref(),
+                serde_json::to_string(m).ok().as_deref(),
+                "the cached JSON is the message's"
+            );
+            json.clone()
+        })
     }
 
     pub fn forget_message(id: &str) {
@@ -687,7 +710,7 @@ fn load_message(conn: &Connection, id: &str) -> StoreResult<Message> {
         return Ok(m);
     }
     let m = load_message_uncached(conn, id)?;
-    writer_cache::put_message(&m);
+    writer_cache::put_message(&m, None);
     Ok(m)
 }
 
@@ -708,7 +731,7 @@ fn save_message(conn: &Connection, m: &Message) -> StoreResult<String> {
     conn.prepare_cached("UPDATE messages SET doc = ?2 WHERE id = ?1")
         .and_then(|mut s| s.execute(params![m.id, doc]))
         .map_err(backend)?;
-    writer_cache::put_message(m);
+    writer_cache::put_message(m, Some(Arc::from(doc.as_str())));
     Ok(doc)
 }
 
@@ -720,7 +743,7 @@ fn insert_message(conn: &Connection, m: &Message) -> StoreResult<String> {
     )
     .and_then(|mut s| s.execute(params![m.id, m.conversation_id, doc, m.created_ms]))
     .map_err(backend)?;
-    writer_cache::put_message(m);
+    writer_cache::put_message(m, Some(Arc::from(doc.as_str())));
     Ok(doc)
 }
 

@@ -226,6 +226,7 @@ pub async fn apply(
         out: Interacted {
             message: msg,
             typing,
+            json: None,
         },
         stream,
         api,

@@ -253,10 +253,12 @@ pub fn apply(
         h.bot = Some(bot);
     }
     let typing = msg.typing_on_interaction;
+    let json = writer_cache::message_json(&msg);
     Ok(Effects {
         out: Interacted {
             message: msg,
             typing,
+            json,
         },
         stream,
         api,
