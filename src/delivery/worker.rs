@@ -3,6 +3,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use actix_web::web;
@@ -54,6 +55,10 @@ pub struct Dispatcher {
     /// Event ids being sent, to release their leases if shutdown cuts them.
     in_flight: Mutex<HashSet<String>>,
     global: Arc<Semaphore>,
+    /// Set while the claim loop may be held back for want of room (the
+    /// global limit, an endpoint's limit or circuit): only then does a
+    /// delivery that succeeded wake it when it ends.
+    room_wanted: AtomicBool,
     records: mpsc::UnboundedSender<AttemptRecord>,
     stop_claiming: CancellationToken,
     stop_recording: CancellationToken,
@@ -77,6 +82,7 @@ pub fn spawn(state: web::Data<AppState>) -> Result<Arc<Dispatcher>, String> {
         url_checked: Mutex::new(Instant::now()),
         in_flight: Mutex::new(HashSet::new()),
         global: Arc::new(Semaphore::new(GLOBAL_IN_FLIGHT)),
+        room_wanted: AtomicBool::new(true),
         records: tx,
         stop_claiming: CancellationToken::new(),
         stop_recording: CancellationToken::new(),
@@ -202,8 +208,12 @@ impl Dispatcher {
         let lease = (self.state.config.delivery_timeout * 3).max(Duration::from_secs(30));
         while !self.stop_claiming.is_cancelled() {
             self.check_failing_urls().await;
+            // Set before room is looked at: a delivery ending from here on
+            // wakes the loop; one that ended before left its room to see.
+            self.room_wanted.store(true, Ordering::SeqCst);
             let free = self.global.available_permits();
             let (skip, reopen) = self.held_back(Instant::now());
+            let mut wanted = free == 0 || !skip.is_empty();
             let mut claimed_any = false;
             if free > 0 {
                 let now = now_ms();
@@ -219,7 +229,7 @@ impl Dispatcher {
                     }
                     Ok(batch) => {
                         claimed_any = !batch.is_empty();
-                        self.dispatch(batch).await;
+                        wanted |= self.dispatch(batch).await;
                     }
                     Err(e) => {
                         tracing::error!(error = %e, "claiming deliveries failed");
@@ -231,6 +241,7 @@ impl Dispatcher {
                     }
                 }
             }
+            self.room_wanted.store(wanted, Ordering::SeqCst);
             if claimed_any {
                 continue;
             }
@@ -269,10 +280,11 @@ impl Dispatcher {
     }
 
     /// Starts what there is room for (in claim order, so a conversation's
-    /// head goes first) and releases the rest at once.
-    async fn dispatch(self: &Arc<Self>, batch: Vec<Claimed>) {
+    /// head goes first) and releases the rest at once; true when some had
+    /// no room.
+    async fn dispatch(self: &Arc<Self>, batch: Vec<Claimed>) -> bool {
         if batch.is_empty() {
-            return;
+            return false;
         }
         let bots = self.load_bots(&batch).await;
         let limit = self.state.config.endpoint_concurrency;
@@ -298,11 +310,11 @@ impl Dispatcher {
             }
         }
         self.release(release).await;
-        if !back.is_empty()
-            && let Err(e) = self.state.store.give_back(back).await
-        {
+        let no_room = !back.is_empty();
+        if no_room && let Err(e) = self.state.store.give_back(back).await {
             tracing::warn!(error = %e, "giving back deliveries failed; their leases expire");
         }
+        no_room
     }
 
     /// A slot for one delivery to this endpoint, if its limit, its circuit
@@ -408,7 +420,13 @@ impl Dispatcher {
             let _ = d.records.send(record);
             d.in_flight.lock().remove(&c.event_id);
             drop(permit);
-            d.state.hub.new_events.notify_one();
+            // The room this delivery held is free again. A success
+            // changes nothing else the claim loop waits on (the next event
+            // of its conversation wakes it when recorded); any other end
+            // may change a circuit or a retry time.
+            if probe || outcome != Outcome::Success || d.room_wanted.load(Ordering::SeqCst) {
+                d.state.hub.new_events.notify_one();
+            }
         });
     }
 }

@@ -73,3 +73,24 @@ async fn a_refusing_receiver_does_not_delay_another_chatbot() {
     }
     assert!((5..=14).contains(&attempts), "{attempts} attempts");
 }
+
+#[actix_web::test]
+async fn an_endpoint_at_its_limit_gets_the_next_delivery_as_one_ends() {
+    // One delivery at a time: each success must start the next at once,
+    // not at the claim loop's next idle poll (a second away).
+    let app = spawn_app_with(|c| c.endpoint_concurrency = 1).await;
+    let mut rx = Receiver::start().await;
+    rx.set_default(Answer::status(200).delay(Duration::from_millis(150)));
+    let bot = app.create_bot(&rx.url).await;
+    for _ in 0..5 {
+        conversation_with_click(&app, &bot).await;
+    }
+    let got = rx.take(5, Duration::from_secs(10)).await;
+    for pair in got.windows(2) {
+        let gap = pair[1].at - pair[0].at;
+        assert!(
+            gap < Duration::from_millis(600),
+            "the next delivery started {gap:?} after the previous one"
+        );
+    }
+}
