@@ -229,8 +229,9 @@ async fn post_message(
     Ok(HttpResponse::Created().json(msg))
 }
 
-/// `blockhook_events_total` of one event type, registered once (not
-/// looked up by name and labels on every click).
+/// `blockhook_events_total` of one of the three event types the widget
+/// emits, registered once (not looked up by name and labels on every
+/// click).
 fn events_counter(event_type: &'static str) -> &'static metrics::Counter {
     static COUNTERS: std::sync::OnceLock<[(&'static str, metrics::Counter); 3]> =
         std::sync::OnceLock::new();
