@@ -95,9 +95,11 @@ impl Application {
             )
             .await
             .map_err(|e| e.to_string())?;
-        let server_key = data_encoding::HEXLOWER
-            .decode(key_hex.as_bytes())
-            .map_err(|e| e.to_string())?;
+        let server_key = crate::domain::token::TokenKey::new(
+            &data_encoding::HEXLOWER
+                .decode(key_hex.as_bytes())
+                .map_err(|e| e.to_string())?,
+        );
         // Single instance on SQLite: leases left by a crash are void.
         if matches!(config.database, Database::Sqlite(_)) {
             store

@@ -4,6 +4,8 @@
 
 use std::time::{Duration, Instant};
 
+use reqwest::header::HeaderName;
+
 use super::{reply, retry, signing, ssrf};
 use crate::domain::model::Chatbot;
 use crate::domain::time::now_ms;
@@ -140,6 +142,12 @@ pub fn failure_next(st: &AppState, number: u32, retry_after: Option<Duration>) -
     AttemptNext::RetryAt(now_ms() + d.as_millis() as i64)
 }
 
+/// The Standard Webhooks headers and the attempt number, named once.
+const WEBHOOK_ID: HeaderName = HeaderName::from_static("webhook-id");
+const WEBHOOK_TIMESTAMP: HeaderName = HeaderName::from_static("webhook-timestamp");
+const WEBHOOK_SIGNATURE: HeaderName = HeaderName::from_static("webhook-signature");
+const ATTEMPT: HeaderName = HeaderName::from_static("x-myaichatbot-attempt");
+
 async fn send(
     st: &AppState,
     client: &reqwest::Client,
@@ -156,13 +164,10 @@ async fn send(
     client
         .post(url)
         .header(reqwest::header::CONTENT_TYPE, "application/json")
-        .header("webhook-id", &c.event_id)
-        .header("webhook-timestamp", reqwest::header::HeaderValue::from(ts))
-        .header("webhook-signature", sig)
-        .header(
-            "X-MyAIChatbot-Attempt",
-            reqwest::header::HeaderValue::from(number),
-        )
+        .header(WEBHOOK_ID, &c.event_id)
+        .header(WEBHOOK_TIMESTAMP, reqwest::header::HeaderValue::from(ts))
+        .header(WEBHOOK_SIGNATURE, sig)
+        .header(ATTEMPT, reqwest::header::HeaderValue::from(number))
         .body(c.payload.clone())
         .send()
         .await

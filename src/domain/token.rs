@@ -2,6 +2,8 @@
 //! message. The token carries what it grants and an HMAC by the server's key;
 //! use counts and idempotency keys live in the store.
 
+use std::fmt::Write;
+
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use hmac::{Hmac, Mac};
@@ -20,57 +22,106 @@ pub struct Grant {
     pub new_message_only: bool,
 }
 
-/// HMAC-SHA256 of `body`, truncated to 160 bits. (HMAC takes keys of any
-/// length, so this is `None` only in theory.)
-fn mac(key: &[u8], body: &[u8]) -> Option<Vec<u8>> {
-    let mut m = <Hmac<Sha256> as Mac>::new_from_slice(key).ok()?;
-    m.update(body);
-    Some(m.finalize().into_bytes()[..SIG_LEN].to_vec())
-}
-
 const SIG_LEN: usize = 20;
 
-pub fn issue(key: &[u8], g: &Grant) -> String {
-    let body = format!(
-        "{}|{}|{}|{}|{}",
-        g.event_id,
-        g.message_id,
-        g.conversation_id,
-        g.expires_at,
-        if g.new_message_only { 1 } else { 0 }
-    );
-    // Without a signature the token simply never verifies.
-    let sig = mac(key, body.as_bytes()).unwrap_or_default();
-    format!(
-        "{}.{}",
-        URL_SAFE_NO_PAD.encode(body),
-        URL_SAFE_NO_PAD.encode(sig)
-    )
+/// The server's token key, with its HMAC state set up once (the two key
+/// blocks are hashed at start, not for every token).
+#[derive(Clone)]
+pub struct TokenKey(Hmac<Sha256>);
+
+impl TokenKey {
+    pub fn new(key: &[u8]) -> Self {
+        // HMAC takes keys of any length: this never fails.
+        Self(
+            <Hmac<Sha256> as Mac>::new_from_slice(key).unwrap_or_else(|_| {
+                <Hmac<Sha256> as hmac::digest::KeyInit>::new(&Default::default())
+            }),
+        )
+    }
+
+    /// HMAC-SHA256 of `body`, truncated to 160 bits.
+    fn mac(&self, body: &[u8]) -> [u8; SIG_LEN] {
+        let mut m = self.0.clone();
+        m.update(body);
+        let full = m.finalize().into_bytes();
+        let mut out = [0u8; SIG_LEN];
+        out.copy_from_slice(&full[..SIG_LEN]);
+        out
+    }
+
+    /// Appends the token granting `g` to `out`.
+    pub fn issue_into(&self, out: &mut String, g: GrantRef<'_>) {
+        let mut body = String::with_capacity(
+            g.event_id.len() + g.message_id.len() + g.conversation_id.len() + 24,
+        );
+        for part in [g.event_id, g.message_id, g.conversation_id] {
+            body.push_str(part);
+            body.push('|');
+        }
+        let flag = if g.new_message_only { 1 } else { 0 };
+        // Writing to a String cannot fail.
+        let _ = write!(body, "{}|{flag}", g.expires_at);
+        let sig = self.mac(body.as_bytes());
+        URL_SAFE_NO_PAD.encode_string(body, out);
+        out.push('.');
+        URL_SAFE_NO_PAD.encode_string(sig, out);
+    }
+
+    pub fn issue(&self, g: &Grant) -> String {
+        let mut out = String::new();
+        self.issue_into(&mut out, g.as_ref());
+        out
+    }
+
+    /// Checks the signature and decodes the grant; `None` for anything
+    /// unknown or altered (expiry is the caller's to check, to answer 410
+    /// not 404).
+    pub fn verify(&self, token: &str) -> Option<Grant> {
+        let (body64, sig64) = token.split_once('.')?;
+        let body = URL_SAFE_NO_PAD.decode(body64).ok()?;
+        let sig = URL_SAFE_NO_PAD.decode(sig64).ok()?;
+        let expected = self.mac(&body);
+        if sig.len() != SIG_LEN
+            || !bool::from(subtle::ConstantTimeEq::ct_eq(&expected[..], &sig[..]))
+        {
+            return None;
+        }
+        let text = String::from_utf8(body).ok()?;
+        let mut parts = text.split('|');
+        let g = Grant {
+            event_id: parts.next()?.to_string(),
+            message_id: parts.next()?.to_string(),
+            conversation_id: parts.next()?.to_string(),
+            expires_at: parts.next()?.parse().ok()?,
+            new_message_only: parts.next()? == "1",
+        };
+        if parts.next().is_some() {
+            return None;
+        }
+        Some(g)
+    }
 }
 
-/// Checks the signature and decodes the grant; `None` for anything unknown
-/// or altered (expiry is the caller's to check, to answer 410 not 404).
-pub fn verify(key: &[u8], token: &str) -> Option<Grant> {
-    let (body64, sig64) = token.split_once('.')?;
-    let body = URL_SAFE_NO_PAD.decode(body64).ok()?;
-    let sig = URL_SAFE_NO_PAD.decode(sig64).ok()?;
-    let expected = mac(key, &body)?;
-    if sig.len() != SIG_LEN || !bool::from(subtle::ConstantTimeEq::ct_eq(&expected[..], &sig[..])) {
-        return None;
+/// A grant by reference, to issue a token without copying its ids.
+#[derive(Debug, Clone, Copy)]
+pub struct GrantRef<'a> {
+    pub event_id: &'a str,
+    pub message_id: &'a str,
+    pub conversation_id: &'a str,
+    pub expires_at: i64,
+    pub new_message_only: bool,
+}
+
+impl Grant {
+    pub fn as_ref(&self) -> GrantRef<'_> {
+        GrantRef {
+            event_id: &self.event_id,
+            message_id: &self.message_id,
+            conversation_id: &self.conversation_id,
+            expires_at: self.expires_at,
+            new_message_only: self.new_message_only,
+        }
     }
-    let text = String::from_utf8(body).ok()?;
-    let mut parts = text.split('|');
-    let g = Grant {
-        event_id: parts.next()?.to_string(),
-        message_id: parts.next()?.to_string(),
-        conversation_id: parts.next()?.to_string(),
-        expires_at: parts.next()?.parse().ok()?,
-        new_message_only: parts.next()? == "1",
-    };
-    if parts.next().is_some() {
-        return None;
-    }
-    Some(g)
 }
 
 #[cfg(test)]
@@ -89,17 +140,29 @@ mod tests {
 
     #[test]
     fn round_trips() {
-        let t = issue(b"key", &grant());
-        assert_eq!(verify(b"key", &t), Some(grant()));
+        let key = TokenKey::new(b"key");
+        let t = key.issue(&grant());
+        assert_eq!(key.verify(&t), Some(grant()));
+    }
+
+    /// An independent HMAC (Python's `hmac`) of the same grant: the format
+    /// stays readable by tokens issued before.
+    #[test]
+    fn issues_the_documented_format() {
+        assert_eq!(
+            TokenKey::new(b"key").issue(&grant()),
+            "ZXZ0XzF8bV8xfGNvbnZfMXw0Mnww.-k7usgZZQe6hWH1qILbrdbGgQ10"
+        );
     }
 
     #[test]
     fn rejects_altered_or_foreign_tokens() {
-        let t = issue(b"key", &grant());
-        assert_eq!(verify(b"other", &t), None);
+        let key = TokenKey::new(b"key");
+        let t = key.issue(&grant());
+        assert_eq!(TokenKey::new(b"other").verify(&t), None);
         let mut bytes = t.into_bytes();
         bytes[3] ^= 1;
-        assert_eq!(verify(b"key", &String::from_utf8(bytes).unwrap()), None);
-        assert_eq!(verify(b"key", "garbage"), None);
+        assert_eq!(key.verify(&String::from_utf8(bytes).unwrap()), None);
+        assert_eq!(key.verify("garbage"), None);
     }
 }

@@ -26,7 +26,7 @@ pub struct AppState {
     pub config: Config,
     pub admin_token_hash: String,
     /// Signs response_url tokens.
-    pub server_key: Vec<u8>,
+    pub server_key: crate::domain::token::TokenKey,
     /// Base of every response_url, without a trailing slash.
     pub public_url: String,
     pub hub: Arc<Hub>,

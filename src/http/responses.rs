@@ -13,7 +13,7 @@ use super::AppState;
 use super::extract::JsonBody;
 use super::messages::{new_message, parse_content};
 use crate::domain::model::Author;
-use crate::domain::token::{self, Grant};
+use crate::domain::token::{Grant, GrantRef};
 use crate::error::{ApiError, ApiResult};
 use crate::schemas::Schemas;
 use crate::store::{Reply, ReplyOutcome, ReplyRequest, StoreError};
@@ -39,17 +39,22 @@ pub fn response_url(
     new_message_only: bool,
     now_ms: i64,
 ) -> String {
-    let t = token::issue(
-        &st.server_key,
-        &Grant {
-            event_id: event_id.to_string(),
-            message_id: message_id.to_string(),
-            conversation_id: conversation_id.to_string(),
-            expires_at: now_ms.saturating_add(st.config.response_url_ttl.as_millis() as i64),
+    let expires_at = now_ms.saturating_add(st.config.response_url_ttl.as_millis() as i64);
+    const PATH: &str = "/api/v1/responses/";
+    let mut url = String::with_capacity(st.public_url.len() + PATH.len() + 160);
+    url.push_str(&st.public_url);
+    url.push_str(PATH);
+    st.server_key.issue_into(
+        &mut url,
+        GrantRef {
+            event_id,
+            message_id,
+            conversation_id,
+            expires_at,
             new_message_only,
         },
     );
-    format!("{}/api/v1/responses/{t}", st.public_url)
+    url
 }
 
 fn expired(detail: &str) -> ApiError {
@@ -125,7 +130,10 @@ pub async fn apply_reply(
     body: &Value,
     idempotency_key: Option<String>,
 ) -> ApiResult<Value> {
-    let grant = token::verify(&st.server_key, token).ok_or_else(ApiError::not_found)?;
+    let grant = st
+        .server_key
+        .verify(token)
+        .ok_or_else(ApiError::not_found)?;
     let now = st.now_ms();
     if now > grant.expires_at {
         return Err(expired("this response_url has expired"));
@@ -185,7 +193,9 @@ async fn post_response(
     body: Result<JsonBody, ApiError>,
 ) -> ApiResult<HttpResponse> {
     // An unknown or altered token is 404 before the body is looked at.
-    token::verify(&st.server_key, &token).ok_or_else(ApiError::not_found)?;
+    st.server_key
+        .verify(&token)
+        .ok_or_else(ApiError::not_found)?;
     let body = body?;
     let key = match req.headers().get("idempotency-key") {
         None => None,
