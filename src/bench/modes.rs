@@ -247,14 +247,17 @@ impl Meter {
 }
 
 /// The same closed loop through the minimal forwarder.
-pub async fn floor(ctx: &Ctx, clicks: u64) -> Result<ModeReport, String> {
+/// The floor forwarder under the closed loop's load; `mode` names the run
+/// (`floor` before the blockhook modes, `floor_after` after the closed loop).
+pub async fn floor(ctx: &Ctx, mode: &'static str, clicks: u64) -> Result<ModeReport, String> {
     let tracker = Tracker::new(ctx.conversations);
     let receiver = Receiver::start(bind()?, tracker.clone())?;
     let args: Vec<String> = ["bench-floor", "--target", &receiver.url]
         .iter()
         .map(|s| s.to_string())
         .collect();
-    let child = Child::spawn(&ctx.own_exe, &args, &ctx.dir.join("floor.log")).await?;
+    let log = ctx.dir.join(format!("{mode}.log"));
+    let child = Child::spawn(&ctx.own_exe, &args, &log).await?;
     child.wait_healthy(&ctx.client).await?;
     let targets = Arc::new(load::setup_floor(&child.base, ctx.conversations, &tracker)?);
     let pid = child.pid.to_string();
@@ -266,7 +269,7 @@ pub async fn floor(ctx: &Ctx, clicks: u64) -> Result<ModeReport, String> {
         tracker
             .wait_matched(sent.accepted, Ctx::delivery_timeout(clicks))
             .await;
-        let mut r = meter.report("floor", ctx, clicks, sent, tracker.snapshot());
+        let mut r = meter.report(mode, ctx, clicks, sent, tracker.snapshot());
         r.concurrency = Some(ctx.concurrency);
         Ok(r)
     }

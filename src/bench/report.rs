@@ -55,8 +55,12 @@ pub struct ModeReport {
     /// the backlog mode: the drain after the receiver came back).
     pub delivered_per_s: f64,
     pub e2e_ms: Percentiles,
+    /// The mean of the floor runs' throughputs.
     pub floor_per_s: f64,
-    /// min(accepted_per_s, delivered_per_s) over the floor's.
+    /// Each floor run's min(accepted_per_s, delivered_per_s): before the
+    /// blockhook modes, and after the closed loop when it ran.
+    pub floor_runs_per_s: Vec<f64>,
+    /// min(accepted_per_s, delivered_per_s) over `floor_per_s`.
     pub floor_ratio: f64,
     pub server_cpu_s: f64,
     pub server_cpu_us_per_click: f64,
@@ -92,8 +96,9 @@ impl ModeReport {
         self.errors == 0 && self.unmatched == 0 && self.delivered == self.accepted
     }
 
-    pub fn set_floor(&mut self, floor_per_s: f64) {
+    pub fn set_floor(&mut self, floor_per_s: f64, runs: &[f64]) {
         self.floor_per_s = floor_per_s;
+        self.floor_runs_per_s = runs.to_vec();
         self.floor_ratio = if floor_per_s > 0.0 {
             self.throughput() / floor_per_s
         } else {
@@ -114,7 +119,7 @@ fn floor_share(r: &ModeReport) -> String {
 /// The table for people.
 pub fn table(reports: &[ModeReport]) -> String {
     let mut s = format!(
-        "{:<8} {:>8} {:>9} {:>11} {:>12} {:>7} {:>7} {:>7} {:>8} {:>6} {:>7} {:>8} {:>8}\n",
+        "{:<11} {:>8} {:>9} {:>11} {:>12} {:>7} {:>7} {:>7} {:>8} {:>6} {:>7} {:>8} {:>8}\n",
         "mode",
         "clicks",
         "load",
@@ -136,7 +141,7 @@ pub fn table(reports: &[ModeReport]) -> String {
             _ => String::new(),
         };
         s.push_str(&format!(
-            "{:<8} {:>8} {:>9} {:>11.0} {:>12.0} {:>7.2} {:>7.2} {:>7.2} {:>8.1} {:>6} {:>7.2} {:>8.1} {:>8.1}\n",
+            "{:<11} {:>8} {:>9} {:>11.0} {:>12.0} {:>7.2} {:>7.2} {:>7.2} {:>8.1} {:>6} {:>7.2} {:>8.1} {:>8.1}\n",
             r.mode,
             r.accepted,
             load,
@@ -150,6 +155,20 @@ pub fn table(reports: &[ModeReport]) -> String {
             r.server_cpu_s,
             r.server_cpu_us_per_click,
             r.server_peak_rss_mb,
+        ));
+    }
+    if let Some(r) = reports.first()
+        && r.floor_runs_per_s.len() > 1
+    {
+        let runs: Vec<String> = r
+            .floor_runs_per_s
+            .iter()
+            .map(|x| format!("{x:.0}/s"))
+            .collect();
+        s.push_str(&format!(
+            "floor: {} (before and after the closed loop); shares are of their mean, {:.0}/s\n",
+            runs.join(" and "),
+            r.floor_per_s
         ));
     }
     for r in reports {

@@ -123,17 +123,29 @@ fn closed_and_open_loop_deliver_every_accepted_click() {
     ]);
     assert_eq!(code, 0, "bench failed:\n{out}");
     let r = reports(&out);
-    assert_eq!(r.len(), 3, "floor, closed and open: {out}");
+    assert_eq!(
+        r.len(),
+        4,
+        "floor, closed, floor again after it, open: {out}"
+    );
     assert_consistent(&r["floor"], 300);
     assert_consistent(&r["closed"], 300);
+    assert_consistent(&r["floor_after"], 300);
     assert_consistent(&r["open"], 200);
-    assert_eq!(r["floor"]["floor_ratio"], 1.0);
     // The server did the work of the blockhook modes.
     assert!(num(&r["closed"], "server_cpu_s") + num(&r["open"], "server_cpu_s") > 0.0);
-    // Both modes are measured against the floor of the same run.
-    let floor = num(&r["floor"], "accepted_per_s").min(num(&r["floor"], "delivered_per_s"));
-    for m in ["closed", "open"] {
-        assert_eq!(num(&r[m], "floor_per_s"), floor, "{m}");
+    // Every mode is measured against the mean of the two floor runs of the
+    // same bench, one before and one after the closed loop.
+    let of = |m: &str| num(&r[m], "accepted_per_s").min(num(&r[m], "delivered_per_s"));
+    let runs = [of("floor"), of("floor_after")];
+    let floor = (runs[0] + runs[1]) / 2.0;
+    for m in ["floor", "closed", "floor_after", "open"] {
+        assert!((num(&r[m], "floor_per_s") - floor).abs() < 1e-6, "{m}");
+        assert_eq!(
+            r[m]["floor_runs_per_s"],
+            serde_json::json!(runs),
+            "{m}: both floor runs, in order"
+        );
         let ratio = num(&r[m], "floor_ratio");
         let expected = num(&r[m], "accepted_per_s").min(num(&r[m], "delivered_per_s"))
             / num(&r[m], "floor_per_s");
@@ -151,6 +163,12 @@ fn backlog_is_delivered_once_the_receiver_comes_back() {
     let r = reports(&out);
     assert_eq!(r.len(), 2, "floor and backlog: {out}");
     assert_consistent(&r["floor"], 300);
+    // Without a closed loop the floor runs once and is its own measure.
+    assert_eq!(r["floor"]["floor_ratio"], 1.0);
+    assert_eq!(
+        r["backlog"]["floor_runs_per_s"].as_array().map(Vec::len),
+        Some(1)
+    );
     let b = &r["backlog"];
     assert_consistent(b, 300);
     assert!(num(b, "backlog_rss_mb") > 0.0, "{b}");
@@ -179,5 +197,12 @@ fn the_table_names_every_mode_and_the_floor_share() {
         .find(|l| l.starts_with("closed"))
         .unwrap_or_else(|| panic!("no closed row:\n{out}"));
     assert!(closed.contains('%'), "{closed}");
-    assert!(lines.iter().any(|l| l.starts_with("floor")), "{out}");
+    assert!(lines.iter().any(|l| l.starts_with("floor ")), "{out}");
+    assert!(lines.iter().any(|l| l.starts_with("floor_after")), "{out}");
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("floor:") && l.contains("before and after the closed loop")),
+        "{out}"
+    );
 }
