@@ -1,6 +1,7 @@
 //! The outbound HTTP client: pooled keep-alive connections, connect and
-//! total timeouts, redirects never followed, and (unless private webhooks
-//! are allowed) a resolver that refuses private addresses.
+//! total timeouts, redirects never followed, no transparent retries, and
+//! (unless private webhooks are allowed) a resolver that refuses private
+//! addresses.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -11,6 +12,10 @@ pub fn build(timeout: Duration, allow_private: bool) -> Result<reqwest::Client, 
     let _ = rustls::crypto::ring::default_provider().install_default();
     let mut b = reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
+        // One attempt is one request: the retry queue retries, logged and
+        // signed anew; the client never resends on its own (and so keeps no
+        // copy of every request's headers in case it might).
+        .retry(reqwest::retry::never().max_retries_per_request(0))
         .connect_timeout(timeout.min(Duration::from_secs(5)))
         .timeout(timeout)
         .pool_idle_timeout(Duration::from_secs(90))
