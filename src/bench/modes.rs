@@ -209,9 +209,10 @@ impl Meter {
             (Some(f), Some(l)) if l > f => a.matched as f64 / (l - f).as_secs_f64(),
             _ => 0.0,
         };
+        let floor = mode.starts_with("floor");
         ModeReport {
             mode,
-            database: if mode == "floor" {
+            database: if floor {
                 "none"
             } else {
                 ctx.db_label
@@ -236,7 +237,7 @@ impl Meter {
             bench_cpu_s: child::cpu_seconds("self") - self.own0,
             database_cpu_s: self
                 .db0
-                .filter(|_| mode != "floor")
+                .filter(|_| !floor)
                 .map(|db0| child::cpu_seconds_of_all(POSTGRES_COMM) - db0),
             elapsed_s: self.t0.elapsed().as_secs_f64(),
             load_average: child::load_average(),

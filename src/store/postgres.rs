@@ -226,6 +226,168 @@ async fn promote_next(tx: &mut Tx<'_>, conversation_id: &str) -> StoreResult<()>
     Ok(())
 }
 
+/// An attempt's effect on its event: status, next attempt time, and whether
+/// the event stays its conversation's head.
+fn attempt_outcome(rec: &AttemptRecord) -> (&'static str, i64, bool) {
+    match rec.next {
+        AttemptNext::Succeeded => ("succeeded", 0, false),
+        AttemptNext::Dead => ("dead", 0, false),
+        AttemptNext::RetryAt(t) => ("failed", t, true),
+        AttemptNext::EndpointGone => ("failed", rec.at_ms, true),
+    }
+}
+
+/// Records one attempt; true when its conversation's next event may have
+/// become the head.
+async fn record_one(tx: &mut Tx<'_>, rec: &AttemptRecord) -> StoreResult<bool> {
+    sqlx::query(
+        "INSERT INTO attempts (event_id, number, at, status_code, duration_ms, error, response_excerpt)
+         VALUES ($1, $2, $3, $4, $5, $6, $7)
+         ON CONFLICT (event_id, number) DO UPDATE SET at = EXCLUDED.at, status_code = EXCLUDED.status_code,
+           duration_ms = EXCLUDED.duration_ms, error = EXCLUDED.error, response_excerpt = EXCLUDED.response_excerpt",
+    )
+    .bind(&rec.event_id)
+    .bind(rec.number as i64)
+    .bind(rec.at_ms)
+    .bind(rec.status_code.map(i64::from))
+    .bind(rec.duration_ms)
+    .bind(&rec.error)
+    .bind(&rec.response_excerpt)
+    .execute(&mut **tx)
+    .await
+    .map_err(backend)?;
+    let (status, next, is_head) = attempt_outcome(rec);
+    if !is_head {
+        lock_conversation(tx, &rec.conversation_id).await?;
+    }
+    sqlx::query(
+        "UPDATE events SET status = $2, attempts = GREATEST(attempts, $3), next_attempt_at = $4,
+         is_head = $5, leased_until = 0 WHERE id = $1",
+    )
+    .bind(&rec.event_id)
+    .bind(status)
+    .bind(rec.number as i64)
+    .bind(next)
+    .bind(is_head as i64)
+    .execute(&mut **tx)
+    .await
+    .map_err(backend)?;
+    if rec.next == AttemptNext::EndpointGone {
+        sqlx::query("UPDATE chatbots SET endpoint_disabled = 1 WHERE id = (SELECT chatbot_id FROM events WHERE id = $1)")
+            .bind(&rec.event_id)
+            .execute(&mut **tx)
+            .await
+            .map_err(backend)?;
+    }
+    if !is_head {
+        promote_next(tx, &rec.conversation_id).await?;
+    }
+    Ok(!is_head)
+}
+
+/// Whether a batch of records can be written set-wise: each event once
+/// (one statement cannot update a row twice) and no endpoint to disable.
+fn settable(records: &[AttemptRecord]) -> bool {
+    let mut seen = std::collections::HashSet::with_capacity(records.len());
+    records.len() > 1
+        && records
+            .iter()
+            .all(|r| r.next != AttemptNext::EndpointGone && seen.insert(r.event_id.as_str()))
+}
+
+/// Records a batch in four statements whatever its size (one per record
+/// and step measured as most of PostgreSQL's CPU per delivery): the
+/// conversations whose event ends are locked in one order, the attempts
+/// inserted, the events updated, and each such conversation's next event
+/// promoted to head. Same effect as [`record_one`] for each record.
+async fn record_set(tx: &mut Tx<'_>, records: &[AttemptRecord]) -> StoreResult<bool> {
+    let n = records.len();
+    let (mut ids, mut numbers, mut ats, mut codes, mut durations, mut errors, mut excerpts) = (
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+    );
+    let (mut statuses, mut nexts, mut heads) = (
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+    );
+    let mut ended: Vec<&str> = Vec::new();
+    for rec in records {
+        ids.push(rec.event_id.as_str());
+        numbers.push(rec.number as i64);
+        ats.push(rec.at_ms);
+        codes.push(rec.status_code.map(i64::from));
+        durations.push(rec.duration_ms);
+        errors.push(rec.error.as_deref());
+        excerpts.push(rec.response_excerpt.as_deref());
+        let (status, next, is_head) = attempt_outcome(rec);
+        statuses.push(status);
+        nexts.push(next);
+        heads.push(is_head as i64);
+        if !is_head {
+            ended.push(rec.conversation_id.as_str());
+        }
+    }
+    ended.sort_unstable();
+    ended.dedup();
+    if !ended.is_empty() {
+        sqlx::query("SELECT 1 FROM conversations WHERE id = ANY($1) ORDER BY id FOR UPDATE")
+            .bind(&ended)
+            .execute(&mut **tx)
+            .await
+            .map_err(backend)?;
+    }
+    sqlx::query(
+        "INSERT INTO attempts (event_id, number, at, status_code, duration_ms, error, response_excerpt)
+         SELECT * FROM UNNEST($1::text[], $2::bigint[], $3::bigint[], $4::bigint[], $5::bigint[], $6::text[], $7::text[])
+         ON CONFLICT (event_id, number) DO UPDATE SET at = EXCLUDED.at, status_code = EXCLUDED.status_code,
+           duration_ms = EXCLUDED.duration_ms, error = EXCLUDED.error, response_excerpt = EXCLUDED.response_excerpt",
+    )
+    .bind(&ids)
+    .bind(&numbers)
+    .bind(&ats)
+    .bind(&codes)
+    .bind(&durations)
+    .bind(&errors)
+    .bind(&excerpts)
+    .execute(&mut **tx)
+    .await
+    .map_err(backend)?;
+    sqlx::query(
+        "UPDATE events e SET status = u.status, attempts = GREATEST(e.attempts, u.number),
+           next_attempt_at = u.next, is_head = u.is_head, leased_until = 0
+         FROM UNNEST($1::text[], $2::text[], $3::bigint[], $4::bigint[], $5::bigint[]) AS u(id, status, number, next, is_head)
+         WHERE e.id = u.id",
+    )
+    .bind(&ids)
+    .bind(&statuses)
+    .bind(&numbers)
+    .bind(&nexts)
+    .bind(&heads)
+    .execute(&mut **tx)
+    .await
+    .map_err(backend)?;
+    if ended.is_empty() {
+        return Ok(false);
+    }
+    sqlx::query(
+        "UPDATE events SET is_head = 1 WHERE seq IN (
+            SELECT min(seq) FROM events WHERE conversation_id = ANY($1) AND status IN ('pending', 'failed')
+            GROUP BY conversation_id)
+         AND is_head = 0",
+    )
+    .bind(&ended)
+    .execute(&mut **tx)
+    .await
+    .map_err(backend)?;
+    Ok(true)
+}
+
 fn summary_row(r: &PgRow) -> Result<EventSummary, sqlx::Error> {
     let status: String = r.try_get(4)?;
     let next: i64 = r.try_get(6)?;
@@ -971,57 +1133,15 @@ impl Store for PostgresStore {
     fn record_attempts(&self, records: Vec<AttemptRecord>) -> BoxFut<'_, StoreResult<()>> {
         Box::pin(async move {
             let mut tx = self.pool.begin().await.map_err(backend)?;
-            let mut promoted = false;
-            for rec in &records {
-                sqlx::query(
-                    "INSERT INTO attempts (event_id, number, at, status_code, duration_ms, error, response_excerpt)
-                     VALUES ($1, $2, $3, $4, $5, $6, $7)
-                     ON CONFLICT (event_id, number) DO UPDATE SET at = EXCLUDED.at, status_code = EXCLUDED.status_code,
-                       duration_ms = EXCLUDED.duration_ms, error = EXCLUDED.error, response_excerpt = EXCLUDED.response_excerpt",
-                )
-                .bind(&rec.event_id)
-                .bind(rec.number as i64)
-                .bind(rec.at_ms)
-                .bind(rec.status_code.map(i64::from))
-                .bind(rec.duration_ms)
-                .bind(&rec.error)
-                .bind(&rec.response_excerpt)
-                .execute(&mut *tx)
-                .await
-                .map_err(backend)?;
-                let (status, next, is_head): (&str, i64, bool) = match rec.next {
-                    AttemptNext::Succeeded => ("succeeded", 0, false),
-                    AttemptNext::Dead => ("dead", 0, false),
-                    AttemptNext::RetryAt(t) => ("failed", t, true),
-                    AttemptNext::EndpointGone => ("failed", rec.at_ms, true),
-                };
-                if !is_head {
-                    lock_conversation(&mut tx, &rec.conversation_id).await?;
+            let promoted = if settable(&records) {
+                record_set(&mut tx, &records).await?
+            } else {
+                let mut promoted = false;
+                for rec in &records {
+                    promoted |= record_one(&mut tx, rec).await?;
                 }
-                sqlx::query(
-                    "UPDATE events SET status = $2, attempts = GREATEST(attempts, $3), next_attempt_at = $4,
-                     is_head = $5, leased_until = 0 WHERE id = $1",
-                )
-                .bind(&rec.event_id)
-                .bind(status)
-                .bind(rec.number as i64)
-                .bind(next)
-                .bind(is_head as i64)
-                .execute(&mut *tx)
-                .await
-                .map_err(backend)?;
-                if rec.next == AttemptNext::EndpointGone {
-                    sqlx::query("UPDATE chatbots SET endpoint_disabled = 1 WHERE id = (SELECT chatbot_id FROM events WHERE id = $1)")
-                        .bind(&rec.event_id)
-                        .execute(&mut *tx)
-                        .await
-                        .map_err(backend)?;
-                }
-                if !is_head {
-                    promote_next(&mut tx, &rec.conversation_id).await?;
-                    promoted = true;
-                }
-            }
+                promoted
+            };
             tx.commit().await.map_err(backend)?;
             if promoted {
                 self.hub.new_events.notify_one();

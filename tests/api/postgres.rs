@@ -272,3 +272,82 @@ async fn two_instances_share_the_queue() {
         assert_eq!(actions, ["approve", "deny", "approve", "deny", "approve"]);
     }
 }
+
+/// Many conversations clicked at once: the delivery bookkeeping arrives in
+/// batches of several attempts (a few failed and retried, most succeeded),
+/// written set-wise. Every event arrives, each conversation's in click
+/// order, and each ends succeeded with its attempts counted.
+#[actix_web::test]
+async fn a_burst_over_many_conversations_is_recorded_in_order() {
+    use crate::delivery::{click_ok, event_ids_in_order, reusable_buttons, webhook_id};
+
+    const CONVS: usize = 8;
+    const CLICKS: usize = 5;
+    const FAILS: usize = 6;
+    let app = spawn_app_pg_with(|c| {
+        c.retry_min_delay = Duration::from_millis(50);
+        c.retry_max_delay = Duration::from_millis(100);
+    })
+    .await;
+    let mut rx = Receiver::start_with((0..FAILS).map(|_| Answer::status(500)).collect()).await;
+    let bot = app.create_bot(&rx.url).await;
+    let mut convs = Vec::new();
+    for _ in 0..CONVS {
+        let c = app.create_conv(&bot).await;
+        let m = reusable_buttons(&app, &bot, &c).await;
+        convs.push((c, m));
+    }
+    // Each conversation clicks in turn; the conversations all at once.
+    futures_util::future::join_all(convs.iter().map(|(c, m)| async {
+        for _ in 0..CLICKS {
+            click_ok(&app, c, m).await;
+        }
+    }))
+    .await;
+
+    let got = rx.take(CONVS * CLICKS + FAILS, WAIT).await;
+    assert_eq!(got.len(), CONVS * CLICKS + FAILS);
+    let ids = event_ids_in_order(&app, &bot).await;
+    assert_eq!(ids.len(), CONVS * CLICKS);
+    let rank: std::collections::HashMap<&str, usize> = ids
+        .iter()
+        .enumerate()
+        .map(|(i, id)| (id.as_str(), i))
+        .collect();
+    for (c, _) in &convs {
+        // A retried event arrives again before the next one of its
+        // conversation, never after it.
+        let arrivals: Vec<usize> = got
+            .iter()
+            .filter(|r| r.json()["conversation_id"] == c.id.as_str())
+            .map(|r| rank[webhook_id(r).as_str()])
+            .collect();
+        assert!(
+            arrivals.windows(2).all(|w| w[0] <= w[1]),
+            "conversation {} out of order: {arrivals:?}",
+            c.id
+        );
+        let distinct: HashSet<usize> = arrivals.iter().copied().collect();
+        assert_eq!(distinct.len(), CLICKS, "{arrivals:?}");
+    }
+    let mut attempts = 0;
+    for id in &ids {
+        let e = app
+            .wait_event(&bot, id, WAIT, |e| e["status"] == "succeeded")
+            .await;
+        assert_eq!(e["status"], "succeeded", "{e}");
+        let log = e["attempts"].as_array().expect("attempt log");
+        assert_eq!(e["attempt_count"], log.len(), "{e}");
+        assert_eq!(
+            log.last().map(|a| &a["status_code"]),
+            Some(&json!(200)),
+            "{e}"
+        );
+        attempts += log.len();
+    }
+    assert_eq!(attempts, CONVS * CLICKS + FAILS);
+    assert!(
+        rx.next(Duration::from_millis(300)).await.is_none(),
+        "nothing delivered twice"
+    );
+}
