@@ -212,11 +212,7 @@ impl Meter {
         let floor = mode.starts_with("floor");
         ModeReport {
             mode,
-            database: if floor {
-                "none"
-            } else {
-                ctx.db_label
-            },
+            database: if floor { "none" } else { ctx.db_label },
             conversations: ctx.conversations,
             clicks,
             accepted: sent.accepted,
