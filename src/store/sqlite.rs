@@ -146,7 +146,7 @@ impl SqliteStore {
         let (sync_tx, sync_rx) = crossbeam_channel::unbounded::<Synced>();
         let wal_path = std::path::PathBuf::from(format!("{path}-wal"));
         let claims = Arc::new(Mutex::new(claims));
-        let (queue, announce) = (claims.clone(), hub.clone());
+        let (queue, announce, reserve) = (claims.clone(), hub.clone(), claims.clone());
         thread::Builder::new()
             .name("blockhook-sqlite-sync".into())
             .spawn(move || syncer_loop(wal_path, sync_rx, &queue, &announce))
@@ -157,7 +157,7 @@ impl SqliteStore {
             .map_err(backend)?;
         thread::Builder::new()
             .name("blockhook-sqlite-writer".into())
-            .spawn(move || writer_loop(conn, rx, sync_tx))
+            .spawn(move || writer_loop(conn, rx, sync_tx, &reserve))
             .map_err(backend)?;
         Ok(Self {
             path: path.to_string(),
@@ -298,7 +298,12 @@ impl SqliteStore {
     }
 }
 
-fn writer_loop(conn: Connection, rx: crossbeam_channel::Receiver<Job>, sync: Sender<Synced>) {
+fn writer_loop(
+    conn: Connection,
+    rx: crossbeam_channel::Receiver<Job>,
+    sync: Sender<Synced>,
+    claims: &Mutex<claims::Claims>,
+) {
     writer_cache::enable();
     let mut done: Vec<Done> = Vec::with_capacity(MAX_BATCH);
     let mut hot: Vec<Claimed> = Vec::new();
@@ -341,6 +346,13 @@ fn writer_loop(conn: Connection, rx: crossbeam_channel::Receiver<Job>, sync: Sen
             // writes then sit between two syncs, with the CPU waiting).
             next = rx.try_recv().ok();
         }
+        // Held back from scans of the table before they can see them: the
+        // syncer offers them once they are on disk.
+        if !poisoned && !hot.is_empty() {
+            claims
+                .lock()
+                .reserve(hot.iter().map(|c| c.event_id.as_str()));
+        }
         let commit = if poisoned {
             Err("a write failed part-way; its batch was rolled back".to_string())
         } else {
@@ -350,6 +362,11 @@ fn writer_loop(conn: Connection, rx: crossbeam_channel::Receiver<Job>, sync: Sen
             writer_cache::clear();
             let _ = conn.execute_batch("ROLLBACK");
             // Its events were rolled back with it.
+            if !poisoned && !hot.is_empty() {
+                claims
+                    .lock()
+                    .unreserve(hot.iter().map(|c| c.event_id.as_str()));
+            }
             hot.clear();
         }
         if commit.is_ok() && (durable || !hot.is_empty()) {
@@ -360,6 +377,9 @@ fn writer_loop(conn: Connection, rx: crossbeam_channel::Receiver<Job>, sync: Sen
                 hot: std::mem::take(&mut hot),
             };
             if let Err(crossbeam_channel::SendError(batch)) = sync.send(batch) {
+                claims
+                    .lock()
+                    .unreserve(batch.hot.iter().map(|c| c.event_id.as_str()));
                 for d in batch.done {
                     d(Err("the WAL syncer stopped".into()));
                 }
@@ -407,7 +427,14 @@ fn syncer_loop(
             // A click that was not answered is not delivered from memory;
             // should its event have reached the disk after all, a scan of
             // the table finds it.
-            Err(e) => tracing::error!(error = %e, "writes were committed but may not be on disk"),
+            Err(e) => {
+                tracing::error!(error = %e, "writes were committed but may not be on disk");
+                claims.lock().unreserve(
+                    batches
+                        .iter()
+                        .flat_map(|b| b.hot.iter().map(|c| c.event_id.as_str())),
+                );
+            }
             Ok(()) => {
                 let mut hot = batches.iter_mut().flat_map(|b| b.hot.drain(..)).peekable();
                 if hot.peek().is_some() {
@@ -1585,7 +1612,7 @@ impl Store for SqliteStore {
     fn release_leases(&self, event_ids: Option<Vec<String>>) -> BoxFut<'_, StoreResult<()>> {
         let mut cl = self.claims.lock();
         match event_ids {
-            None => cl.leases.retain(|_, until| *until == i64::MAX),
+            None => cl.release_claimed(),
             Some(ids) => {
                 for id in ids {
                     cl.leases.remove(&id);

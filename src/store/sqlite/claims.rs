@@ -20,6 +20,10 @@ const HOT_MAX: usize = 4096;
 pub const RESCAN_MS: i64 = 1000;
 /// The lease of a queued (not yet claimed) event: it never expires.
 const QUEUED: i64 = i64::MAX;
+/// The lease of an event committed and not yet synced, which the syncer is
+/// to offer: a scan of the table must not hand it out meanwhile (it would
+/// be delivered, recorded and released before the offer queued it again).
+const RESERVED: i64 = i64::MAX - 1;
 
 /// `Default`: a (re)started process scans first (`cold_due_at` 0): the
 /// table may hold a backlog.
@@ -41,16 +45,43 @@ pub struct Claims {
 }
 
 impl Claims {
-    /// Queues committed head events, due now, for the next claims.
+    /// Holds back head events about to be committed from scans of the
+    /// table until the syncer offers them (or [`Self::unreserve`]).
+    pub fn reserve<'a>(&mut self, ids: impl IntoIterator<Item = &'a str>) {
+        for id in ids {
+            self.leases.entry(id.to_string()).or_insert(RESERVED);
+        }
+    }
+
+    /// Ends reservations whose events will not be offered (their commit or
+    /// sync failed): the table is the truth for them.
+    pub fn unreserve<'a>(&mut self, ids: impl IntoIterator<Item = &'a str>) {
+        for id in ids {
+            if self.leases.get(id) == Some(&RESERVED) {
+                self.leases.remove(id);
+            }
+        }
+        self.cold_due_at = 0;
+    }
+
+    /// Queues committed head events, due now, for the next claims. An
+    /// event leased otherwise (handed out by a scan) is left to its lease;
+    /// one that cannot be queued is left to the table.
     pub fn offer(&mut self, items: impl IntoIterator<Item = Claimed>) {
         for c in items {
-            if self.disabled.contains(&c.chatbot_id) {
+            let free = matches!(self.leases.get(&c.event_id), None | Some(&RESERVED));
+            if !free {
                 continue;
             }
-            if self.hot.len() < HOT_MAX && !self.leases.contains_key(&c.event_id) {
+            if self.disabled.contains(&c.chatbot_id) {
+                self.leases.remove(&c.event_id);
+                continue;
+            }
+            if self.hot.len() < HOT_MAX {
                 self.leases.insert(c.event_id.clone(), QUEUED);
                 self.hot.push_back(c);
             } else {
+                self.leases.remove(&c.event_id);
                 self.cold_due_at = 0;
             }
         }
@@ -97,6 +128,12 @@ impl Claims {
         } else if self.disabled.remove(chatbot_id) {
             self.cold_due_at = 0;
         }
+    }
+
+    /// Ends the leases of every claimed delivery (not of queued or reserved
+    /// events, which no one has started).
+    pub fn release_claimed(&mut self) {
+        self.leases.retain(|_, until| *until >= RESERVED);
     }
 
     /// Ends expired leases; their events are the table's to hand out again.
@@ -239,6 +276,41 @@ mod tests {
         assert!(!c.cold_due(1, &[]));
         c.chatbot_changed("x", false);
         assert!(c.cold_due(1, &[]), "enabled again: the table is scanned");
+    }
+
+    #[test]
+    fn a_reserved_event_is_queued_by_its_offer_and_never_twice() {
+        let mut c = Claims::default();
+        c.scanned(0, true, &[]);
+        c.reserve(["a", "b"]);
+        assert_eq!(c.leases.get("a"), Some(&RESERVED), "a scan skips it");
+        c.expire(i64::MAX - 2);
+        assert!(c.leases.contains_key("a"), "a reservation does not expire");
+        c.offer([ev("a", "x")]);
+        let got = c.take_hot(9, &[], 10);
+        assert_eq!(got.len(), 1);
+        // Delivered and released; an offer of it again (as from a second
+        // hand-over) must not queue what a lease did not hold back.
+        c.leases.remove("a");
+        c.leases.insert("b".into(), 10);
+        c.offer([ev("b", "x")]);
+        assert!(c.take_hot(9, &[], 10).is_empty(), "b is leased by a scan");
+        c.unreserve(["b"]);
+        assert_eq!(c.leases.get("b"), Some(&10), "a real lease stays");
+    }
+
+    #[test]
+    fn a_reservation_that_cannot_be_queued_goes_back_to_the_table() {
+        let mut c = Claims::default();
+        c.scanned(0, true, &[]);
+        c.chatbot_changed("x", true);
+        c.reserve(["a"]);
+        c.offer([ev("a", "x")]);
+        assert!(!c.leases.contains_key("a"), "disabled: the table keeps it");
+        c.reserve(["b"]);
+        c.unreserve(["b"]);
+        assert!(!c.leases.contains_key("b"));
+        assert!(c.cold_due(1, &[]), "a scan looks for it");
     }
 
     #[test]
