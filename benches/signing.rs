@@ -1,9 +1,11 @@
 //! The CPU cost of signing one delivery (Standard Webhooks, HMAC-SHA256),
-//! with one live secret and with two during a rotation.
+//! with one live secret and with two during a rotation, and of issuing the
+//! `response_url` token every event carries.
 
 use std::hint::black_box;
 
 use blockhook::delivery::signing;
+use blockhook::domain::token::{GrantRef, TokenKey};
 use criterion::{Criterion, criterion_group, criterion_main};
 
 const SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
@@ -28,5 +30,26 @@ fn sign(c: &mut Criterion) {
     });
 }
 
-criterion_group!(benches, sign);
+fn token(c: &mut Criterion) {
+    let key = TokenKey::new(&[7u8; 32]);
+    c.bench_function("token/response_url", |b| {
+        b.iter(|| {
+            let mut url = String::with_capacity(220);
+            url.push_str("http://127.0.0.1:8080/api/v1/responses/");
+            key.issue_into(
+                &mut url,
+                black_box(GrantRef {
+                    event_id: "evt_019ad2c4b6a87f1e9c3b2a1d0e4f5a6b",
+                    message_id: "msg_019ad2c4b6a87f1e9c3b2a1d0e4f5a6c",
+                    conversation_id: "conv_019ad2c4b6a87f1e9c3b2a1d0e4f5a6d",
+                    expires_at: 1_784_257_964_000,
+                    new_message_only: false,
+                }),
+            );
+            url
+        })
+    });
+}
+
+criterion_group!(benches, sign, token);
 criterion_main!(benches);
