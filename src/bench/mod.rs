@@ -3,7 +3,8 @@
 //! peak memory can be read from `/proc`; a receiver inside this process
 //! answers 200 at once and times every arrival; the same load goes through a
 //! minimal forwarder (the floor) so that every figure can be read as a share
-//! of what this machine can do at all.
+//! of what this machine can do at all — measured before and, when the closed
+//! loop runs, again after it, so that the share is of the two runs' mean.
 
 pub mod child;
 pub mod floor;
