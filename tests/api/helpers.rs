@@ -42,6 +42,14 @@ pub fn test_config(dir: &tempfile::TempDir) -> Config {
     config
 }
 
+/// A configuration tweak: retries between `min` and `max` apart.
+pub fn retry_delays(min: Duration, max: Duration) -> impl FnOnce(&mut Config) {
+    move |c| {
+        c.retry_min_delay = min;
+        c.retry_max_delay = max;
+    }
+}
+
 pub async fn spawn_app() -> TestApp {
     spawn_app_with(|_| {}).await
 }

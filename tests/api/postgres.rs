@@ -284,10 +284,10 @@ async fn a_burst_over_many_conversations_is_recorded_in_order() {
     const CONVS: usize = 8;
     const CLICKS: usize = 5;
     const FAILS: usize = 6;
-    let app = spawn_app_pg_with(|c| {
-        c.retry_min_delay = Duration::from_millis(50);
-        c.retry_max_delay = Duration::from_millis(100);
-    })
+    let app = spawn_app_pg_with(retry_delays(
+        Duration::from_millis(50),
+        Duration::from_millis(100),
+    ))
     .await;
     let mut rx = Receiver::start_with((0..FAILS).map(|_| Answer::status(500)).collect()).await;
     let bot = app.create_bot(&rx.url).await;

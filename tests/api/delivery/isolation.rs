@@ -3,7 +3,7 @@
 use std::time::{Duration, Instant};
 
 use super::{conversation_with_click, refusing_port};
-use crate::helpers::{Answer, Receiver, spawn_app_with};
+use crate::helpers::{Answer, Receiver, retry_delays, spawn_app_with};
 
 const LIMIT: usize = 4;
 
@@ -37,10 +37,10 @@ async fn a_hung_receiver_does_not_delay_another_chatbot() {
 
 #[actix_web::test]
 async fn a_refusing_receiver_does_not_delay_another_chatbot() {
-    let app = spawn_app_with(|c| {
-        c.retry_min_delay = Duration::from_millis(100);
-        c.retry_max_delay = Duration::from_millis(200);
-    })
+    let app = spawn_app_with(retry_delays(
+        Duration::from_millis(100),
+        Duration::from_millis(200),
+    ))
     .await;
     let down = format!("http://127.0.0.1:{}/hook", refusing_port());
     let down_bot = app.create_bot(&down).await;

@@ -7,17 +7,13 @@ use super::{
     attempt_header, click_ok, conversation_with_click, event_ids_in_order, redeliver,
     reusable_buttons, webhook_id,
 };
-use crate::helpers::{Answer, Receiver, spawn_app_with};
+use crate::helpers::{Answer, Receiver, retry_delays, spawn_app_with};
 
 #[actix_web::test]
 async fn one_conversation_arrives_in_order_while_others_go_on() {
     // Three seconds between attempts: a window in which another
     // conversation's event must get through.
-    let app = spawn_app_with(|c| {
-        c.retry_min_delay = Duration::from_secs(3);
-        c.retry_max_delay = Duration::from_secs(3);
-    })
-    .await;
+    let app = spawn_app_with(retry_delays(Duration::from_secs(3), Duration::from_secs(3))).await;
     let mut rx = Receiver::start_with(vec![Answer::status(500)]).await;
     let bot = app.create_bot(&rx.url).await;
     let a = app.create_conv(&bot).await;
@@ -90,11 +86,7 @@ async fn a_redelivered_event_holds_back_the_next_click_of_its_conversation() {
     // The store keeps count of each conversation's undelivered events; a
     // redelivery makes a delivered event undelivered again, and the next
     // click must queue behind it, not overtake it.
-    let app = spawn_app_with(|c| {
-        c.retry_min_delay = Duration::from_secs(2);
-        c.retry_max_delay = Duration::from_secs(2);
-    })
-    .await;
+    let app = spawn_app_with(retry_delays(Duration::from_secs(2), Duration::from_secs(2))).await;
     let mut rx = Receiver::start().await;
     let bot = app.create_bot(&rx.url).await;
     let conv = app.create_conv(&bot).await;

@@ -6,7 +6,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use super::{attempt_codes, attempt_header, conversation_with_click, redeliver, webhook_id};
-use crate::helpers::{Answer, Receiver, spawn_app, spawn_app_with};
+use crate::helpers::{Answer, Receiver, retry_delays, spawn_app, spawn_app_with};
 
 fn is_rfc3339_ms(s: &Value) -> bool {
     s.as_str().is_some_and(|s| {
@@ -17,11 +17,7 @@ fn is_rfc3339_ms(s: &Value) -> bool {
 #[actix_web::test]
 async fn failing_receiver_gets_identical_bodies_until_it_succeeds() {
     // A one-second gap between attempts leaves time to see `failed`.
-    let app = spawn_app_with(|c| {
-        c.retry_min_delay = Duration::from_secs(1);
-        c.retry_max_delay = Duration::from_secs(1);
-    })
-    .await;
+    let app = spawn_app_with(retry_delays(Duration::from_secs(1), Duration::from_secs(1))).await;
     let mut rx = Receiver::start_with(vec![
         Answer::json(500, json!({"error": "boom"})),
         Answer::status(500),
@@ -140,10 +136,10 @@ async fn last_attempt_makes_it_dead_and_redeliver_sends_it_again() {
 
 #[actix_web::test]
 async fn retry_after_is_honoured_on_429_and_503() {
-    let app = spawn_app_with(|c| {
-        c.retry_min_delay = Duration::from_millis(50);
-        c.retry_max_delay = Duration::from_secs(10);
-    })
+    let app = spawn_app_with(retry_delays(
+        Duration::from_millis(50),
+        Duration::from_secs(10),
+    ))
     .await;
     let mut rx = Receiver::start_with(vec![
         Answer::status(429).header("Retry-After", "2"),
@@ -163,10 +159,10 @@ async fn retry_after_is_honoured_on_429_and_503() {
 
 #[actix_web::test]
 async fn retry_after_is_capped_at_the_max_delay() {
-    let app = spawn_app_with(|c| {
-        c.retry_min_delay = Duration::from_millis(50);
-        c.retry_max_delay = Duration::from_millis(300);
-    })
+    let app = spawn_app_with(retry_delays(
+        Duration::from_millis(50),
+        Duration::from_millis(300),
+    ))
     .await;
     let mut rx =
         Receiver::start_with(vec![Answer::status(503).header("Retry-After", "3600")]).await;
