@@ -11,15 +11,12 @@ mod retries;
 mod signatures;
 
 use std::net::TcpListener;
-use std::sync::Arc;
 
 use blockhook::domain::model::Chatbot;
-use blockhook::hub::Hub;
-use blockhook::store::Store;
-use blockhook::store::sqlite::SqliteStore;
+
 use serde_json::{Value, json};
 
-use crate::helpers::{ADMIN_TOKEN, Bot, Conv, Received, TestApp};
+use crate::helpers::{ADMIN_TOKEN, Bot, Conv, Received, TestApp, open_store};
 
 /// A loopback port nothing listens on: connections to it are refused.
 pub fn refusing_port() -> u16 {
@@ -117,7 +114,7 @@ pub fn attempt_codes(event: &Value) -> Vec<Value> {
 /// Changes a chatbot behind the API's back, as an edit of the database
 /// would (for states the API cannot reach directly).
 pub async fn edit_bot_in_store(app: &TestApp, bot_id: &str, edit: impl FnOnce(&mut Chatbot)) {
-    let store = SqliteStore::open(&app.db_path, Arc::new(Hub::new())).expect("open store");
+    let store = open_store(app).await;
     let mut b = store.get_chatbot(bot_id).await.expect("chatbot");
     edit(&mut b);
     store.update_chatbot(b).await.expect("update");

@@ -22,7 +22,10 @@ pub struct TestApp {
     pub port: u16,
     pub client: reqwest::Client,
     pub dir: tempfile::TempDir,
+    /// The SQLite file's path, or the PostgreSQL database's URL.
     pub db_path: String,
+    /// The store the app runs on, to start another instance on it.
+    pub database: Database,
 }
 
 /// Default test configuration: a fresh SQLite file, loopback webhooks
@@ -50,15 +53,72 @@ pub fn retry_delays(min: Duration, max: Duration) -> impl FnOnce(&mut Config) {
     }
 }
 
+/// The store a test runs on. Every store-sensitive test is written once
+/// inside [`store_test!`], which runs it on each store in turn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StoreKind {
+    Sqlite,
+    Postgres,
+}
+
+thread_local! {
+    static STORE: std::cell::Cell<StoreKind> = const { std::cell::Cell::new(StoreKind::Sqlite) };
+}
+
+/// Selects the store of the apps this test thread spawns from now on.
+pub fn use_store(kind: StoreKind) {
+    STORE.with(|s| s.set(kind));
+}
+
+/// The store this test runs on.
+pub fn current_store() -> StoreKind {
+    STORE.with(|s| s.get())
+}
+
+/// Writes a test once and runs it on SQLite and on PostgreSQL: each
+/// `async fn name() { … }` becomes a module `name` with the tests `sqlite`
+/// and `postgres`. A PostgreSQL server that cannot be reached fails the
+/// `postgres` half; it is never skipped.
+#[macro_export]
+macro_rules! store_test {
+    ($(#[$meta:meta])* async fn $name:ident() $body:block) => {
+        mod $name {
+            #[allow(unused_imports)]
+            use super::*;
+
+            async fn run() $body
+
+            $(#[$meta])*
+            #[actix_web::test]
+            async fn sqlite() {
+                $crate::helpers::use_store($crate::helpers::StoreKind::Sqlite);
+                run().await
+            }
+
+            $(#[$meta])*
+            #[actix_web::test]
+            async fn postgres() {
+                $crate::helpers::use_store($crate::helpers::StoreKind::Postgres);
+                run().await
+            }
+        }
+    };
+}
+
 pub async fn spawn_app() -> TestApp {
     spawn_app_with(|_| {}).await
 }
 
-/// Spawns the app with a tweaked configuration.
+/// Spawns the app with a tweaked configuration, on the test's store
+/// ([`current_store`]): a fresh SQLite file or a fresh PostgreSQL database.
 pub async fn spawn_app_with(tweak: impl FnOnce(&mut Config)) -> TestApp {
     let dir = tempfile::tempdir().expect("tempdir");
     let mut config = test_config(&dir);
+    if current_store() == StoreKind::Postgres {
+        config.database = Database::Postgres(fresh_postgres_database().await);
+    }
     tweak(&mut config);
+    let database = config.database.clone();
     let db_path = match &config.database {
         Database::Sqlite(p) => p.clone(),
         Database::Postgres(u) => u.clone(),
@@ -75,6 +135,30 @@ pub async fn spawn_app_with(tweak: impl FnOnce(&mut Config)) -> TestApp {
             .expect("client"),
         dir,
         db_path,
+        database,
+    }
+}
+
+/// Opens the store `app` runs on, as a second process would.
+pub async fn open_store(app: &TestApp) -> std::sync::Arc<dyn blockhook::store::Store> {
+    let hub = std::sync::Arc::new(blockhook::hub::Hub::new());
+    match &app.database {
+        Database::Sqlite(p) => std::sync::Arc::new(
+            blockhook::store::sqlite::SqliteStore::open(p, hub).expect("open SQLite store"),
+        ),
+        Database::Postgres(u) => std::sync::Arc::new(
+            blockhook::store::postgres::PostgresStore::connect(u, hub)
+                .await
+                .expect("connect PostgreSQL store"),
+        ),
+    }
+}
+
+/// The URL `blockhook serve --database` takes for the store `app` runs on.
+pub fn database_url(app: &TestApp) -> String {
+    match &app.database {
+        Database::Sqlite(p) => format!("sqlite://{p}"),
+        Database::Postgres(u) => u.clone(),
     }
 }
 
@@ -492,10 +576,6 @@ pub async fn spawn_app_pg() -> TestApp {
 }
 
 pub async fn spawn_app_pg_with(tweak: impl FnOnce(&mut Config)) -> TestApp {
-    let url = fresh_postgres_database().await;
-    spawn_app_with(move |c| {
-        c.database = Database::Postgres(url);
-        tweak(c);
-    })
-    .await
+    use_store(StoreKind::Postgres);
+    spawn_app_with(tweak).await
 }

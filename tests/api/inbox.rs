@@ -61,7 +61,7 @@ fn code(v: &Value) -> &str {
     v["code"].as_str().unwrap_or_default()
 }
 
-#[actix_web::test]
+store_test! {
 async fn every_interactive_block_is_an_interaction_a_member_can_answer() {
     let app = spawn_app().await;
     let mut rx = Receiver::start().await;
@@ -140,8 +140,9 @@ async fn every_interactive_block_is_an_interaction_a_member_can_answer() {
     assert_eq!(code(&r.json().await.unwrap()), "interaction_not_pending");
     assert_eq!(app.events(&bot).await.len(), 1, "one answer, one event");
 }
+}
 
-#[actix_web::test]
+store_test! {
 async fn answers_are_checked_in_the_documented_order() {
     let app = spawn_app().await;
     let rx = Receiver::start().await;
@@ -232,6 +233,7 @@ async fn answers_are_checked_in_the_documented_order() {
     let v: Value = r.json().await.unwrap();
     assert_eq!(v["response"]["values"], json!({"email": "a@b.co"}));
 }
+}
 
 /// Starts an ask in the background; returns its answer when it comes.
 fn ask(
@@ -272,7 +274,7 @@ async fn ask_message(app: &TestApp, conv: &Conv) -> Value {
     v["data"][0].clone()
 }
 
-#[actix_web::test]
+store_test! {
 async fn ask_confirmation_is_answered_by_a_click() {
     let app = spawn_app().await;
     let mut rx = Receiver::start().await;
@@ -315,8 +317,9 @@ async fn ask_confirmation_is_answered_by_a_click() {
         "answers flow to the webhook too"
     );
 }
+}
 
-#[actix_web::test]
+store_test! {
 async fn ask_shapes_choice_multiple_custom_and_comment() {
     let app = spawn_app().await;
     let rx = Receiver::start().await;
@@ -416,8 +419,9 @@ async fn ask_shapes_choice_multiple_custom_and_comment() {
         json!({"answer": "declined", "comment": "not today"})
     );
 }
+}
 
-#[actix_web::test]
+store_test! {
 async fn ask_bad_requests_are_422_with_pointers() {
     let app = spawn_app().await;
     let rx = Receiver::start().await;
@@ -455,8 +459,9 @@ async fn ask_bad_requests_are_422_with_pointers() {
         );
     }
 }
+}
 
-#[actix_web::test]
+store_test! {
 async fn an_unanswered_ask_expires_and_its_buttons_close() {
     let app = spawn_app().await;
     let rx = Receiver::start().await;
@@ -491,8 +496,9 @@ async fn an_unanswered_ask_expires_and_its_buttons_close() {
         .unwrap();
     assert_eq!(v["data"].as_array().unwrap().len(), 1);
 }
+}
 
-#[actix_web::test]
+store_test! {
 async fn a_client_that_leaves_withdraws_its_question() {
     let app = spawn_app().await;
     let rx = Receiver::start().await;
@@ -528,8 +534,9 @@ async fn a_client_that_leaves_withdraws_its_question() {
     wait_pending(&app, &bot, &conv).await;
     w.abort();
 }
+}
 
-#[actix_web::test]
+store_test! {
 async fn takeover_cancels_pending_interactions() {
     let app = spawn_app().await;
     let rx = Receiver::start().await;
@@ -565,6 +572,7 @@ async fn takeover_cancels_pending_interactions() {
     .await;
     assert_eq!(r.status(), 409);
 }
+}
 
 async fn run_cli(args: &[&str], app: &TestApp, key: &str) -> tokio::process::Child {
     tokio::process::Command::new(env!("CARGO_BIN_EXE_blockhook"))
@@ -579,7 +587,7 @@ async fn run_cli(args: &[&str], app: &TestApp, key: &str) -> tokio::process::Chi
         .unwrap()
 }
 
-#[actix_web::test]
+store_test! {
 async fn the_cli_prints_the_answer_and_exits_by_outcome() {
     let app = spawn_app().await;
     let rx = Receiver::start().await;
@@ -665,8 +673,9 @@ async fn the_cli_prints_the_answer_and_exits_by_outcome() {
         .unwrap();
     assert_eq!(child.status.code(), Some(69));
 }
+}
 
-#[actix_web::test]
+store_test! {
 async fn a_reply_that_replaces_blocks_closes_the_old_and_opens_the_new() {
     let app = spawn_app().await;
     let mut rx = Receiver::start().await;
@@ -729,4 +738,5 @@ async fn a_reply_that_replaces_blocks_closes_the_old_and_opens_the_new() {
         .unwrap();
     assert_eq!(r.status(), 200);
     assert!(pending(&app, &bot, &conv).await.is_empty());
+}
 }

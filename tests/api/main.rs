@@ -1,5 +1,6 @@
 //! Black-box tests over real HTTP on loopback against a real SQLite file.
 
+#[macro_use]
 mod helpers;
 
 mod bench_smoke;

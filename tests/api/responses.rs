@@ -117,7 +117,7 @@ fn new_blocks() -> Value {
         {"type": "button", "action_id": "undo", "label": "Undo", "value": "u1"}]}])
 }
 
-#[actix_web::test]
+store_test! {
 async fn replace_in_place_keeps_the_id_and_streams_message_updated() {
     let mut s = setup().await;
     let mut stream = Sse::connect(&s.app, &s.conv, None).await;
@@ -159,8 +159,9 @@ async fn replace_in_place_keeps_the_id_and_streams_message_updated() {
     assert_eq!(blocks[0]["state"]["disabled"], false);
     assert_eq!(s.messages().await.len(), 1, "no new message");
 }
+}
 
-#[actix_web::test]
+store_test! {
 async fn replace_original_false_posts_a_new_bot_message() {
     let mut s = setup().await;
     let mut stream = Sse::connect(&s.app, &s.conv, None).await;
@@ -188,8 +189,9 @@ async fn replace_original_false_posts_a_new_bot_message() {
         "approve"
     );
 }
+}
 
-#[actix_web::test]
+store_test! {
 async fn delete_original_removes_the_message() {
     let mut s = setup().await;
     let mut stream = Sse::connect(&s.app, &s.conv, None).await;
@@ -212,8 +214,9 @@ async fn delete_original_removes_the_message() {
     assert_eq!(status, 410, "{body}");
     assert_eq!(body["code"], "response_url_expired");
 }
+}
 
-#[actix_web::test]
+store_test! {
 async fn reply_blocks_are_checked_exactly_as_for_new_messages() {
     let mut s = setup().await;
     let url = s.click_for_url().await;
@@ -262,8 +265,9 @@ async fn reply_blocks_are_checked_exactly_as_for_new_messages() {
     let m = s.message(&s.message_id).await.expect("message");
     assert_eq!(m["text"], "Approve?", "nothing changed");
 }
+}
 
-#[actix_web::test]
+store_test! {
 async fn five_uses_then_410_and_idempotent_retries_do_not_count() {
     let mut s = setup().await;
     let url = s.click_for_url().await;
@@ -297,8 +301,9 @@ async fn five_uses_then_410_and_idempotent_retries_do_not_count() {
     let m = s.message(&s.message_id).await.expect("message");
     assert_eq!(m["text"], "use 5");
 }
+}
 
-#[actix_web::test]
+store_test! {
 async fn an_expired_response_url_is_410() {
     let app = spawn_app_with(|c| c.response_url_ttl = Duration::from_millis(300)).await;
     let mut s = setup_on(app, Receiver::start().await).await;
@@ -311,8 +316,9 @@ async fn an_expired_response_url_is_410() {
     let m = s.message(&s.message_id).await.expect("message");
     assert_eq!(m["text"], "Approve?");
 }
+}
 
-#[actix_web::test]
+store_test! {
 async fn altered_and_unknown_tokens_are_404() {
     let mut s = setup().await;
     let url = s.click_for_url().await;
@@ -349,8 +355,9 @@ async fn altered_and_unknown_tokens_are_404() {
     let (status, _) = reply(&s.app, &url, json!({"text": "ok"})).await;
     assert_eq!(status, 200);
 }
+}
 
-#[actix_web::test]
+store_test! {
 async fn replies_to_message_received_post_new_messages() {
     let mut s = setup().await;
     let r = s
@@ -400,8 +407,9 @@ async fn replies_to_message_received_post_new_messages() {
         .expect("visitor message kept");
     assert_eq!(kept["text"], "Do you ship to Norway?");
 }
+}
 
-#[actix_web::test]
+store_test! {
 async fn a_webhook_reply_body_is_applied_like_a_response_url_post() {
     let receiver = Receiver::start_with(vec![Answer::json(
         200,
@@ -440,8 +448,9 @@ async fn a_webhook_reply_body_is_applied_like_a_response_url_post() {
     let (status, _) = reply(&s.app, &url, json!({"text": "use 6"})).await;
     assert_eq!(status, 410);
 }
+}
 
-#[actix_web::test]
+store_test! {
 async fn a_bad_webhook_reply_body_is_recorded_and_the_delivery_still_succeeds() {
     let receiver = Receiver::start_with(vec![Answer::json(
         200,
@@ -473,8 +482,9 @@ async fn a_bad_webhook_reply_body_is_recorded_and_the_delivery_still_succeeds() 
     let m = s.message(&s.message_id).await.expect("message");
     assert_eq!(m["text"], "Approve?", "not applied");
 }
+}
 
-#[actix_web::test]
+store_test! {
 async fn reconnecting_with_last_event_id_replays_from_the_store() {
     let mut s = setup().await;
     let mut first = Sse::connect(&s.app, &s.conv, None).await;
@@ -518,8 +528,8 @@ async fn reconnecting_with_last_event_id_replays_from_the_store() {
     );
 
     // A second server on the same database file never saw these in memory.
-    let db = s.app.db_path.clone();
-    let other = spawn_app_with(move |c| c.database = Database::Sqlite(db)).await;
+    let db = s.app.database.clone();
+    let other = spawn_app_with(move |c| c.database = db).await;
     let mut from_store = Sse::connect_at(&other.address, &s.app, &s.conv, Some(last)).await;
     let again = from_store
         .until(WAIT, |e| e.event == "message.deleted")
@@ -537,8 +547,9 @@ async fn reconnecting_with_last_event_id_replays_from_the_store() {
     assert_eq!(e.event, "message.created");
     assert_eq!(e.data["id"], next["id"]);
 }
+}
 
-#[actix_web::test]
+store_test! {
 async fn the_stream_is_the_visitors_own() {
     let s = setup().await;
     let other = s.app.create_conv(&s.bot).await;
@@ -553,6 +564,7 @@ async fn the_stream_is_the_visitors_own() {
         .await
         .expect("request");
     assert_eq!(r.status(), 401);
+}
 }
 
 async fn typing_message(s: &mut Setup, typing: bool) {
@@ -569,7 +581,7 @@ async fn typing_message(s: &mut Setup, typing: bool) {
     s.message_id = msg["id"].as_str().expect("id").into();
 }
 
-#[actix_web::test]
+store_test! {
 async fn typing_shows_after_a_click_until_the_reply_arrives() {
     let mut s = setup().await;
     typing_message(&mut s, true).await;
@@ -590,8 +602,9 @@ async fn typing_shows_after_a_click_until_the_reply_arrives() {
     assert_eq!(after[0].data["text"], "Done");
     assert_eq!(after[1].data["active"], false);
 }
+}
 
-#[actix_web::test]
+store_test! {
 async fn typing_is_off_by_default() {
     let mut s = setup().await;
     typing_message(&mut s, false).await;
@@ -614,8 +627,9 @@ async fn typing_is_off_by_default() {
         "no typing entries"
     );
 }
+}
 
-#[actix_web::test]
+store_test! {
 async fn a_replacement_can_turn_typing_on_for_its_new_buttons() {
     let mut s = setup().await;
     typing_message(&mut s, false).await;
@@ -636,8 +650,9 @@ async fn a_replacement_can_turn_typing_on_for_its_new_buttons() {
     assert_eq!(kinds(&seen), vec!["message.updated", "typing"]);
     assert_eq!(seen[1].data["active"], true);
 }
+}
 
-#[actix_web::test]
+store_test! {
 async fn an_oversized_idempotency_key_is_refused_without_using_the_url() {
     let mut s = setup().await;
     let url = s.click_for_url().await;
@@ -649,6 +664,7 @@ async fn an_oversized_idempotency_key_is_refused_without_using_the_url() {
         let (status, _) = reply(&s.app, &url, json!({"text": format!("use {n}")})).await;
         assert_eq!(status, 200, "use {n}");
     }
+}
 }
 
 #[actix_web::test]
@@ -678,7 +694,7 @@ async fn on_postgres_a_stream_sees_what_another_instance_wrote() {
     assert_eq!(replayed.id, seen[1].id);
 }
 
-#[actix_web::test]
+store_test! {
 async fn only_a_click_that_turns_a_block_off_changes_the_message() {
     let app = spawn_app().await;
     let rx = Receiver::start().await;
@@ -726,4 +742,5 @@ async fn only_a_click_that_turns_a_block_off_changes_the_message() {
     // Both clicks of the button that stays on were still delivered.
     let events = app.events(&bot).await;
     assert_eq!(events.len(), 3, "{events:?}");
+}
 }

@@ -16,7 +16,7 @@ fn assert_secret(s: &str) {
     assert_eq!(key.len(), 32, "32 random bytes");
 }
 
-#[actix_web::test]
+store_test! {
 async fn create_chatbot_answers_201_with_credentials_shown_once() {
     let app = spawn_app().await;
     let r = app
@@ -56,8 +56,9 @@ async fn create_chatbot_answers_201_with_credentials_shown_once() {
     assert_ne!(other.api_key, v["api_key"].as_str().unwrap());
     assert_ne!(other.signing_secret, v["signing_secret"].as_str().unwrap());
 }
+}
 
-#[actix_web::test]
+store_test! {
 async fn create_chatbot_keeps_a_given_retention_and_checks_the_body() {
     let app = spawn_app().await;
     let v = json_of(
@@ -94,8 +95,9 @@ async fn create_chatbot_keeps_a_given_retention_and_checks_the_body() {
         .await;
     expect_field_error(r, "/retention", "invalid_duration").await;
 }
+}
 
-#[actix_web::test]
+store_test! {
 async fn admin_routes_refuse_a_missing_or_wrong_token_with_401() {
     let app = spawn_app().await;
     let bot = app.create_bot(NOWHERE).await;
@@ -125,8 +127,9 @@ async fn admin_routes_refuse_a_missing_or_wrong_token_with_401() {
         .await;
     problem(rotate, 401, "unauthorized").await;
 }
+}
 
-#[actix_web::test]
+store_test! {
 async fn unknown_chatbot_ids_are_404() {
     let app = spawn_app().await;
     let id = "cb_01KXQ0ZT2REVR88Y42WDNGTN4V";
@@ -161,8 +164,9 @@ async fn unknown_chatbot_ids_are_404() {
     )
     .await;
 }
+}
 
-#[actix_web::test]
+store_test! {
 async fn patch_changes_name_webhook_url_and_retention() {
     let app = spawn_app().await;
     let bot = app.create_bot(NOWHERE).await;
@@ -205,8 +209,9 @@ async fn patch_changes_name_webhook_url_and_retention() {
     )
     .await;
 }
+}
 
-#[actix_web::test]
+store_test! {
 async fn rotate_secret_issues_a_new_secret_and_both_sign_for_a_while() {
     let mut rx = Receiver::start().await;
     let app = spawn_app().await;
@@ -252,8 +257,9 @@ async fn rotate_secret_issues_a_new_secret_and_both_sign_for_a_while() {
         "two signatures, space-separated"
     );
 }
+}
 
-#[actix_web::test]
+store_test! {
 async fn private_webhook_urls_are_refused_without_allow_private_webhooks() {
     let app = spawn_app_with(|c| c.allow_private_webhooks = false).await;
     for url in [
@@ -294,4 +300,5 @@ async fn private_webhook_urls_are_refused_without_allow_private_webhooks() {
     expect_field_error(r, "/webhook_url", "private_address").await;
     let unchanged: Value = json_of(app.get(&path, ADMIN_TOKEN).await, 200).await;
     assert_eq!(unchanged["webhook_url"], "https://93.184.215.14/hook");
+}
 }

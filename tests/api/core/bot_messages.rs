@@ -9,7 +9,7 @@ fn open_state() -> Value {
     json!({"disabled": false, "reason": null, "chosen_action_id": null})
 }
 
-#[actix_web::test]
+store_test! {
 async fn a_bot_message_fills_in_block_defaults() {
     let app = spawn_app().await;
     let bot = app.create_bot(NOWHERE).await;
@@ -63,6 +63,7 @@ async fn a_bot_message_fills_in_block_defaults() {
 
     let listed = widget_messages(&app, &conv).await;
     assert_eq!(listed[0]["blocks"], m["blocks"], "stored as answered");
+}
 }
 
 fn button(id: &str) -> Value {
@@ -228,7 +229,7 @@ fn bad_definitions() -> Vec<(&'static str, Value, &'static str, &'static str)> {
     ]
 }
 
-#[actix_web::test]
+store_test! {
 async fn bad_block_definitions_are_422_with_pointers_and_nothing_is_stored() {
     let app = spawn_app().await;
     let bot = app.create_bot(NOWHERE).await;
@@ -248,8 +249,9 @@ async fn bad_block_definitions_are_422_with_pointers_and_nothing_is_stored() {
         "no refused message was stored"
     );
 }
+}
 
-#[actix_web::test]
+store_test! {
 async fn every_semantic_error_of_a_message_is_reported_at_once() {
     let app = spawn_app().await;
     let bot = app.create_bot(NOWHERE).await;
@@ -286,8 +288,9 @@ async fn every_semantic_error_of_a_message_is_reported_at_once() {
     expected.sort();
     assert_eq!(errs, expected);
 }
+}
 
-#[actix_web::test]
+store_test! {
 async fn the_documented_example_message_is_accepted() {
     let app = spawn_app().await;
     let bot = app.create_bot(NOWHERE).await;
@@ -302,4 +305,5 @@ async fn the_documented_example_message_is_accepted() {
         m["blocks"][1]["fields"].as_array().unwrap().len(),
         body["blocks"][1]["fields"].as_array().unwrap().len()
     );
+}
 }

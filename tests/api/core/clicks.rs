@@ -12,7 +12,7 @@ fn ids(events: &[Value]) -> Vec<String> {
         .collect()
 }
 
-#[actix_web::test]
+store_test! {
 async fn a_click_answers_200_with_the_used_block_and_queues_one_event() {
     let app = spawn_app().await;
     let bot = app.create_bot(NOWHERE).await;
@@ -57,8 +57,9 @@ async fn a_click_answers_200_with_the_used_block_and_queues_one_event() {
         "{p}"
     );
 }
+}
 
-#[actix_web::test]
+store_test! {
 async fn a_second_click_on_a_used_group_is_409_and_queues_nothing() {
     let app = spawn_app().await;
     let bot = app.create_bot(NOWHERE).await;
@@ -91,8 +92,9 @@ async fn a_second_click_on_a_used_group_is_409_and_queues_nothing() {
         "the first click stays chosen"
     );
 }
+}
 
-#[actix_web::test]
+store_test! {
 async fn a_link_button_is_422_and_sends_nothing() {
     let app = spawn_app().await;
     let bot = app.create_bot(NOWHERE).await;
@@ -110,12 +112,13 @@ async fn a_link_button_is_422_and_sends_nothing() {
     assert_eq!(state["disabled"], false, "the group is still usable");
     json_of(app.click(&conv, mid, "b1", "approve").await, 200).await;
 }
+}
 
 async fn not_found(r: reqwest::Response) {
     problem(r, 404, "not_found").await;
 }
 
-#[actix_web::test]
+store_test! {
 async fn unknown_message_block_or_action_and_another_visitors_message_are_404() {
     let app = spawn_app().await;
     let bot = app.create_bot(NOWHERE).await;
@@ -123,7 +126,7 @@ async fn unknown_message_block_or_action_and_another_visitors_message_are_404() 
     let other = app.create_conv(&bot).await;
     let m = app.buttons(&bot, &conv, true).await;
     let mid = m["id"].as_str().unwrap();
-    let f = super::form_message(&app, &bot, &conv, true).await;
+    let f = super::super::form_message(&app, &bot, &conv, true).await;
     let fid = f["id"].as_str().unwrap();
 
     let unknown_mid = "m_01KXQ0ZT2REVR88Y42WDNGTN4V";
@@ -150,8 +153,9 @@ async fn unknown_message_block_or_action_and_another_visitors_message_are_404() 
     );
     json_of(app.click(&conv, mid, "b1", "approve").await, 200).await;
 }
+}
 
-#[actix_web::test]
+store_test! {
 async fn without_disable_on_click_every_click_is_accepted_with_its_own_event() {
     let app = spawn_app().await;
     let bot = app.create_bot(NOWHERE).await;
@@ -174,6 +178,7 @@ async fn without_disable_on_click_every_click_is_accepted_with_its_own_event() {
         .collect();
     actions.sort();
     assert_eq!(actions, vec!["approve", "approve", "deny"]);
+}
 }
 
 #[actix_web::test]
@@ -211,7 +216,7 @@ async fn a_click_and_its_event_are_in_the_database_file_when_answered() {
     assert_eq!(doc["blocks"][0]["state"]["chosen_action_id"], "approve");
 }
 
-#[actix_web::test]
+store_test! {
 async fn a_click_body_is_checked_before_anything_happens() {
     let app = spawn_app().await;
     let bot = app.create_bot(NOWHERE).await;
@@ -239,9 +244,10 @@ async fn a_click_body_is_checked_before_anything_happens() {
     ];
     for (body, field, code) in cases {
         let r = app.post(&path, &conv.token, &body).await;
-        super::expect_field_error(r, field, code).await;
+        super::super::expect_field_error(r, field, code).await;
     }
     assert!(app.events(&bot).await.is_empty());
     let state = &widget_message(&app, &conv, m["id"].as_str().unwrap()).await["blocks"][0]["state"];
     assert_eq!(state["disabled"], false);
+}
 }

@@ -48,14 +48,14 @@ async fn form_ok(app: &TestApp, conv: &Conv, mid: &str) -> reqwest::Response {
     .await
 }
 
-#[actix_web::test]
+store_test! {
 async fn blocks_close_after_the_interactive_window() {
     let app = spawn_app_with(|c| c.interactive_window = Duration::from_secs(2)).await;
     let bot = app.create_bot(NOWHERE).await;
     let conv = app.create_conv(&bot).await;
     let m = app.buttons(&bot, &conv, true).await;
     let mid = m["id"].as_str().unwrap();
-    let f = super::form_message(&app, &bot, &conv, true).await;
+    let f = super::super::form_message(&app, &bot, &conv, true).await;
     let fid = f["id"].as_str().unwrap();
     tokio::time::sleep(Duration::from_millis(2200)).await;
 
@@ -73,15 +73,16 @@ async fn blocks_close_after_the_interactive_window() {
     )
     .await;
 }
+}
 
-#[actix_web::test]
+store_test! {
 async fn blocks_close_after_a_takeover() {
     let app = spawn_app().await;
     let bot = app.create_bot(NOWHERE).await;
     let conv = app.create_conv(&bot).await;
     let m = app.buttons(&bot, &conv, true).await;
     let mid = m["id"].as_str().unwrap();
-    let f = super::form_message(&app, &bot, &conv, true).await;
+    let f = super::super::form_message(&app, &bot, &conv, true).await;
     let fid = f["id"].as_str().unwrap();
 
     let r = app
@@ -111,8 +112,9 @@ async fn blocks_close_after_a_takeover() {
         assert_eq!(m["blocks"][0]["state"]["reason"], "takeover", "{m}");
     }
 }
+}
 
-#[actix_web::test]
+store_test! {
 async fn blocks_close_past_the_chatbots_retention() {
     let app = spawn_app().await;
     let bot = app.create_bot(NOWHERE).await;
@@ -131,4 +133,5 @@ async fn blocks_close_past_the_chatbots_retention() {
 
     let r = app.click(&conv, mid, "b1", "approve").await;
     assert_closed(&app, &bot, &conv, r, mid, "storage_window").await;
+}
 }

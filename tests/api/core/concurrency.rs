@@ -11,7 +11,7 @@ use crate::helpers::{Receiver, spawn_app, verify_signature};
 
 const CLICKS: usize = 32;
 
-#[actix_web::test]
+store_test! {
 async fn thirty_two_concurrent_clicks_yield_one_200_and_one_event() {
     let mut rx = Receiver::start().await;
     let app = spawn_app().await;
@@ -75,4 +75,5 @@ async fn thirty_two_concurrent_clicks_yield_one_200_and_one_event() {
         2,
         "the receiver got exactly one click event"
     );
+}
 }

@@ -7,7 +7,7 @@ use serde_json::json;
 use super::{NOWHERE, events_of, is_id, json_of, problem, widget_messages};
 use crate::helpers::{Receiver, spawn_app, verify_signature};
 
-#[actix_web::test]
+store_test! {
 async fn a_conversation_gets_a_visitor_with_a_default_display_name() {
     let app = spawn_app().await;
     let bot = app.create_bot(NOWHERE).await;
@@ -42,8 +42,9 @@ async fn a_conversation_gets_a_visitor_with_a_default_display_name() {
         .await;
     problem(unknown, 404, "not_found").await;
 }
+}
 
-#[actix_web::test]
+store_test! {
 async fn a_visitor_message_is_stored_and_emits_message_received() {
     let mut rx = Receiver::start().await;
     let app = spawn_app().await;
@@ -79,8 +80,9 @@ async fn a_visitor_message_is_stored_and_emits_message_received() {
     assert_eq!(got[0].header("webhook-id"), events[0]["event_id"].as_str());
     assert!(verify_signature(&bot.signing_secret, &got[0]));
 }
+}
 
-#[actix_web::test]
+store_test! {
 async fn a_visitor_message_needs_text() {
     let app = spawn_app().await;
     let bot = app.create_bot(NOWHERE).await;
@@ -93,7 +95,7 @@ async fn a_visitor_message_needs_text() {
         "validation_failed",
     )
     .await;
-    let errs = super::field_errors(&v);
+    let errs = super::super::field_errors(&v);
     assert!(
         errs.contains(&("/text".into(), "required".into())),
         "{errs:?}"
@@ -105,8 +107,9 @@ async fn a_visitor_message_needs_text() {
     assert!(app.events(&bot).await.is_empty(), "nothing stored");
     assert!(widget_messages(&app, &conv).await.is_empty());
 }
+}
 
-#[actix_web::test]
+store_test! {
 async fn message_lists_are_collections_newest_first() {
     let app = spawn_app().await;
     let bot = app.create_bot(NOWHERE).await;
@@ -164,4 +167,5 @@ async fn message_lists_are_collections_newest_first() {
         "validation_failed",
     )
     .await;
+}
 }

@@ -6,7 +6,7 @@ use serde_json::json;
 use super::{NOWHERE, json_of, post_raw, problem};
 use crate::helpers::{ADMIN_TOKEN, spawn_app};
 
-#[actix_web::test]
+store_test! {
 async fn malformed_json_is_400() {
     let app = spawn_app().await;
     let bot = app.create_bot(NOWHERE).await;
@@ -42,8 +42,9 @@ async fn malformed_json_is_400() {
     problem(r, 400, "malformed_json").await;
     assert!(app.events(&bot).await.is_empty());
 }
+}
 
-#[actix_web::test]
+store_test! {
 async fn a_wrong_content_type_is_415() {
     let app = spawn_app().await;
     let bot = app.create_bot(NOWHERE).await;
@@ -67,8 +68,9 @@ async fn a_wrong_content_type_is_415() {
     .await;
     problem(r, 415, "unsupported_media_type").await;
 }
+}
 
-#[actix_web::test]
+store_test! {
 async fn bodies_over_the_limit_are_413_64_kib_on_the_widget_1_mib_elsewhere() {
     let app = spawn_app().await;
     let bot = app.create_bot(NOWHERE).await;
@@ -107,8 +109,9 @@ async fn bodies_over_the_limit_are_413_64_kib_on_the_widget_1_mib_elsewhere() {
     problem(r, 413, "payload_too_large").await;
     assert!(app.events(&bot).await.is_empty());
 }
+}
 
-#[actix_web::test]
+store_test! {
 async fn missing_or_invalid_credentials_are_401() {
     let app = spawn_app().await;
     let bot = app.create_bot(NOWHERE).await;
@@ -163,8 +166,9 @@ async fn missing_or_invalid_credentials_are_401() {
         "the unauthenticated click did nothing"
     );
 }
+}
 
-#[actix_web::test]
+store_test! {
 async fn another_tenants_ids_are_404_never_403() {
     let app = spawn_app().await;
     let a = app.create_bot(NOWHERE).await;
@@ -256,14 +260,16 @@ async fn another_tenants_ids_are_404_never_403() {
     json_of(app.get(&msgs, &a.api_key).await, 200).await;
     json_of(app.click(&conv_a, mid, "b1", "approve").await, 200).await;
 }
+}
 
-#[actix_web::test]
+store_test! {
 async fn unknown_routes_are_404_problems() {
     let app = spawn_app().await;
     problem(app.get("/api/v1/nothing-here", "").await, 404, "not_found").await;
 }
+}
 
-#[actix_web::test]
+store_test! {
 async fn the_bearer_scheme_is_case_insensitive() {
     let app = spawn_app().await;
     let bot = app.create_bot(NOWHERE).await;
@@ -277,4 +283,5 @@ async fn the_bearer_scheme_is_case_insensitive() {
             .unwrap();
         assert_eq!(json_of(r, 200).await["id"], bot.id.as_str(), "{scheme}");
     }
+}
 }

@@ -10,10 +10,10 @@ use crate::helpers::{Receiver, spawn_app};
 
 const SUBMITTED: &str = "interaction.form_submitted";
 
-#[actix_web::test]
+store_test! {
 async fn a_submit_carries_typed_values_with_empty_defaults() {
     let app = spawn_app().await;
-    let bot = app.create_bot(super::NOWHERE).await;
+    let bot = app.create_bot(super::super::NOWHERE).await;
     let conv = app.create_conv(&bot).await;
     let m = form_message(&app, &bot, &conv, false).await;
     let mid = m["id"].as_str().unwrap();
@@ -75,11 +75,12 @@ async fn a_submit_carries_typed_values_with_empty_defaults() {
         "{p}"
     );
 }
+}
 
-#[actix_web::test]
+store_test! {
 async fn an_accepted_submit_turns_the_form_off_and_a_second_is_409() {
     let app = spawn_app().await;
-    let bot = app.create_bot(super::NOWHERE).await;
+    let bot = app.create_bot(super::super::NOWHERE).await;
     let conv = app.create_conv(&bot).await;
     let m = form_message(&app, &bot, &conv, true).await;
     let mid = m["id"].as_str().unwrap();
@@ -103,6 +104,7 @@ async fn an_accepted_submit_turns_the_form_off_and_a_second_is_409() {
     )
     .await;
 }
+}
 
 fn sorted(mut v: Vec<(String, String)>) -> Vec<(String, String)> {
     v.sort();
@@ -117,7 +119,7 @@ fn pairs(p: &[(&str, &str)]) -> Vec<(String, String)> {
     )
 }
 
-#[actix_web::test]
+store_test! {
 async fn each_bad_field_gets_one_error_and_nothing_is_stored_or_sent() {
     let mut rx = Receiver::start().await;
     let app = spawn_app().await;
@@ -180,4 +182,5 @@ async fn each_bad_field_gets_one_error_and_nothing_is_stored_or_sent() {
     assert_eq!(got[0].json()["type"], SUBMITTED);
     assert_eq!(got[0].json()["values"]["full_name"], "Ana");
     assert_eq!(events_of(&app, &bot, SUBMITTED).await.len(), 1);
+}
 }

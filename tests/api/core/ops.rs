@@ -5,13 +5,14 @@ use serde_json::{Value, json};
 use super::{NOWHERE, is_id, is_timestamp, json_of};
 use crate::helpers::spawn_app;
 
-#[actix_web::test]
+store_test! {
 async fn health_and_readiness_answer_200() {
     let app = spawn_app().await;
     let h = json_of(app.get("/healthz", "").await, 200).await;
     assert_eq!(h["status"], "ok");
     let r = json_of(app.get("/readyz", "").await, 200).await;
     assert_eq!(r["status"], "ready");
+}
 }
 
 /// `/a/{x}/b` → `/a/{}/b`: parameter names are the server's to choose.
@@ -46,7 +47,7 @@ const CONTRACT: &[(&str, &str)] = &[
     ("get", "/metrics"),
 ];
 
-#[actix_web::test]
+store_test! {
 async fn the_openapi_document_is_3_1_and_lists_every_contract_path() {
     let app = spawn_app().await;
     let doc = json_of(app.get("/openapi.json", "").await, 200).await;
@@ -74,6 +75,7 @@ async fn the_openapi_document_is_3_1_and_lists_every_contract_path() {
         .collect();
     assert!(missing.is_empty(), "not documented: {missing:?}");
 }
+}
 
 /// Collects every string under a key named like an id or a timestamp.
 fn walk<'a>(v: &'a Value, key: &str, out: &mut Vec<(String, &'a str)>) {
@@ -85,7 +87,7 @@ fn walk<'a>(v: &'a Value, key: &str, out: &mut Vec<(String, &'a str)>) {
     }
 }
 
-#[actix_web::test]
+store_test! {
 async fn ids_are_prefixed_time_ordered_and_timestamps_have_milliseconds() {
     let app = spawn_app().await;
     let bot = app.create_bot(NOWHERE).await;
@@ -130,4 +132,5 @@ async fn ids_are_prefixed_time_ordered_and_timestamps_have_milliseconds() {
     for (k, s) in stamps {
         assert!(is_timestamp(s), "{k}: {s}");
     }
+}
 }

@@ -43,7 +43,7 @@ async fn gone_then_waiting(
     (e1, e2)
 }
 
-#[actix_web::test]
+store_test! {
 async fn gone_disables_the_endpoint_until_its_url_changes() {
     let app = spawn_app().await;
     let mut old = Receiver::start_with(vec![Answer::status(410)]).await;
@@ -72,8 +72,9 @@ async fn gone_disables_the_endpoint_until_its_url_changes() {
     }
     assert!(old.next(Duration::from_millis(200)).await.is_none());
 }
+}
 
-#[actix_web::test]
+store_test! {
 async fn gone_endpoint_can_be_re_enabled_in_place() {
     let app = spawn_app().await;
     let mut rx = Receiver::start_with(vec![Answer::status(410)]).await;
@@ -87,8 +88,9 @@ async fn gone_endpoint_can_be_re_enabled_in_place() {
     want.sort();
     assert_eq!(seen, want);
 }
+}
 
-#[actix_web::test]
+store_test! {
 async fn redirects_are_failures_and_never_followed() {
     let app = spawn_app().await;
     let mut target = Receiver::start().await;
@@ -114,6 +116,7 @@ async fn redirects_are_failures_and_never_followed() {
         "the redirect target got nothing"
     );
 }
+}
 
 /// Points a chatbot at `url` behind the API's back (as a database edit
 /// would), so that the send-time guard is what is tested.
@@ -121,7 +124,7 @@ async fn set_url_in_store(app: &TestApp, bot_id: &str, url: &str) {
     edit_bot_in_store(app, bot_id, |b| b.webhook_url = url.to_string()).await;
 }
 
-#[actix_web::test]
+store_test! {
 async fn private_addresses_are_refused_at_send_time() {
     // Retries far apart: the second attempt is the redelivery below.
     let app = spawn_app_with(|c| {
@@ -143,7 +146,7 @@ async fn private_addresses_are_refused_at_send_time() {
     set_url_in_store(&app, &bot.id, &rx.url).await;
 
     conversation_with_click(&app, &bot).await;
-    let id = super::event_ids_in_order(&app, &bot).await.remove(0);
+    let id = super::super::event_ids_in_order(&app, &bot).await.remove(0);
     let e = app
         .wait_event(&bot, &id, Duration::from_secs(5), |e| {
             !attempt_codes(e).is_empty()
@@ -176,8 +179,9 @@ async fn private_addresses_are_refused_at_send_time() {
         "nothing was sent"
     );
 }
+}
 
-#[actix_web::test]
+store_test! {
 async fn a_chatbot_edited_by_another_connection_is_seen_by_the_next_click() {
     let app = spawn_app().await;
     let mut first = Receiver::start().await;
@@ -198,4 +202,5 @@ async fn a_chatbot_edited_by_another_connection_is_seen_by_the_next_click() {
         first.next(Duration::from_millis(300)).await.is_none(),
         "nothing more goes to the old URL"
     );
+}
 }

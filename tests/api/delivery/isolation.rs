@@ -7,7 +7,7 @@ use crate::helpers::{Answer, Receiver, retry_delays, spawn_app_with};
 
 const LIMIT: usize = 4;
 
-#[actix_web::test]
+store_test! {
 async fn a_hung_receiver_does_not_delay_another_chatbot() {
     let app = spawn_app_with(|c| {
         c.delivery_timeout = Duration::from_secs(120);
@@ -34,8 +34,9 @@ async fn a_hung_receiver_does_not_delay_another_chatbot() {
     assert!(r.at - clicked <= Duration::from_secs(2));
     assert_eq!(r.json()["conversation_id"], conv.id.as_str());
 }
+}
 
-#[actix_web::test]
+store_test! {
 async fn a_refusing_receiver_does_not_delay_another_chatbot() {
     let app = spawn_app_with(retry_delays(
         Duration::from_millis(100),
@@ -73,8 +74,9 @@ async fn a_refusing_receiver_does_not_delay_another_chatbot() {
     }
     assert!((5..=14).contains(&attempts), "{attempts} attempts");
 }
+}
 
-#[actix_web::test]
+store_test! {
 async fn an_endpoint_at_its_limit_gets_the_next_delivery_as_one_ends() {
     // One delivery at a time: each success must start the next at once,
     // not at the claim loop's next idle poll (a second away).
@@ -93,4 +95,5 @@ async fn an_endpoint_at_its_limit_gets_the_next_delivery_as_one_ends() {
             "the next delivery started {gap:?} after the previous one"
         );
     }
+}
 }

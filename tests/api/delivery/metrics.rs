@@ -13,7 +13,7 @@ fn sample(text: &str, series: &str) -> Option<f64> {
         .find_map(|l| l.strip_prefix(series)?.trim().parse().ok())
 }
 
-#[actix_web::test]
+store_test! {
 async fn metrics_expose_the_delivery_pipeline() {
     let app = spawn_app().await;
     let mut rx = Receiver::start().await;
@@ -25,13 +25,13 @@ async fn metrics_expose_the_delivery_pipeline() {
         .create_bot(&format!("http://127.0.0.1:{}/hook", refusing_port()))
         .await;
     conversation_with_click(&app, &down).await;
-    let id = super::event_ids_in_order(&app, &down).await.remove(0);
+    let id = super::super::event_ids_in_order(&app, &down).await.remove(0);
     app.wait_event(&down, &id, Duration::from_secs(5), |e| {
         e["status"] == "failed"
     })
     .await;
     // The delivered event's outcome is recorded too.
-    let id_ok = super::event_ids_in_order(&app, &bot).await.remove(0);
+    let id_ok = super::super::event_ids_in_order(&app, &bot).await.remove(0);
     app.wait_event(&bot, &id_ok, Duration::from_secs(3), |e| {
         e["status"] == "succeeded"
     })
@@ -65,4 +65,5 @@ async fn metrics_expose_the_delivery_pipeline() {
     assert_eq!(sample(&text, "blockhook_queue_depth"), Some(1.0), "{text}");
     let age = sample(&text, "blockhook_oldest_pending_age_seconds");
     assert!(age.is_some_and(|a| a > 0.0 && a < 60.0), "{text}");
+}
 }

@@ -9,7 +9,7 @@ use super::{
 };
 use crate::helpers::{Answer, Receiver, retry_delays, spawn_app_with};
 
-#[actix_web::test]
+store_test! {
 async fn one_conversation_arrives_in_order_while_others_go_on() {
     // Three seconds between attempts: a window in which another
     // conversation's event must get through.
@@ -59,8 +59,9 @@ async fn one_conversation_arrives_in_order_while_others_go_on() {
         "nothing delivered twice"
     );
 }
+}
 
-#[actix_web::test]
+store_test! {
 async fn a_dead_event_lets_the_next_of_its_conversation_go() {
     let app = spawn_app_with(|c| c.retry_max_attempts = 1).await;
     let mut rx = Receiver::start_with(vec![Answer::status(500)]).await;
@@ -80,8 +81,9 @@ async fn a_dead_event_lets_the_next_of_its_conversation_go() {
         .await;
     assert_eq!(e["status"], "dead");
 }
+}
 
-#[actix_web::test]
+store_test! {
 async fn a_redelivered_event_holds_back_the_next_click_of_its_conversation() {
     // The store keeps count of each conversation's undelivered events; a
     // redelivery makes a delivered event undelivered again, and the next
@@ -123,4 +125,5 @@ async fn a_redelivered_event_holds_back_the_next_click_of_its_conversation() {
         got,
         vec![(e1, "3".to_string()), (ids[1].clone(), "1".to_string())]
     );
+}
 }

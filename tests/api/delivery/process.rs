@@ -18,7 +18,7 @@ fn serve(app: &TestApp) -> Child {
             "--addr",
             &format!("127.0.0.1:{}", app.port),
             "--database",
-            &format!("sqlite://{}", app.db_path),
+            &crate::helpers::database_url(app),
             "--admin-token",
             ADMIN_TOKEN,
             "--allow-private-webhooks",
@@ -38,10 +38,19 @@ fn serve(app: &TestApp) -> Child {
         .expect("start blockhook")
 }
 
-/// A handle on a fresh port and file, for a child process to serve.
-fn child_app() -> TestApp {
+/// A handle on a fresh port and store (the test's), for a child process to serve.
+async fn child_app() -> TestApp {
     let dir = tempfile::tempdir().expect("tempdir");
-    let db_path = dir.path().join("blockhook.db").display().to_string();
+    let (db_path, database) = match crate::helpers::current_store() {
+        crate::helpers::StoreKind::Sqlite => {
+            let p = dir.path().join("blockhook.db").display().to_string();
+            (p.clone(), blockhook::config::Database::Sqlite(p))
+        }
+        crate::helpers::StoreKind::Postgres => {
+            let u = crate::helpers::fresh_postgres_database().await;
+            (u.clone(), blockhook::config::Database::Postgres(u))
+        }
+    };
     let port = refusing_port();
     let _ = rustls::crypto::ring::default_provider().install_default();
     TestApp {
@@ -53,6 +62,7 @@ fn child_app() -> TestApp {
             .expect("client"),
         dir,
         db_path,
+        database,
     }
 }
 
@@ -99,9 +109,9 @@ async fn exit_within(child: &mut Server, bound: Duration) -> std::process::ExitS
     }
 }
 
-#[actix_web::test]
+store_test! {
 async fn sigkill_with_undelivered_clicks_loses_none() {
-    let mut app = child_app();
+    let mut app = child_app().await;
     let mut child = start(&app).await;
     let down = format!("http://127.0.0.1:{}/hook", refusing_port());
     let bot = app.create_bot(&down).await;
@@ -166,10 +176,11 @@ async fn sigkill_with_undelivered_clicks_loses_none() {
     }
     drop(child);
 }
+}
 
-#[actix_web::test]
+store_test! {
 async fn sigterm_finishes_the_attempt_in_flight_and_exits_cleanly() {
-    let app = child_app();
+    let app = child_app().await;
     let mut child = start(&app).await;
     let mut rx = Receiver::start().await;
     rx.set_default(Answer::status(200).delay(Duration::from_millis(1500)));
@@ -195,6 +206,7 @@ async fn sigterm_finishes_the_attempt_in_flight_and_exits_cleanly() {
     assert!(rx.next(Duration::from_millis(700)).await.is_none());
     drop(child);
 }
+}
 
 /// (comm, nice) of every thread of process `pid`.
 fn threads_of(pid: u32) -> Vec<(u32, String, i32)> {
@@ -218,9 +230,9 @@ fn threads_of(pid: u32) -> Vec<(u32, String, i32)> {
     out
 }
 
-#[actix_web::test]
+store_test! {
 async fn the_store_threads_run_before_the_http_workers_and_the_deliveries() {
-    let app = child_app();
+    let app = child_app().await;
     let server = start(&app).await;
     let pid = server.0.id();
     let threads = threads_of(pid);
@@ -248,4 +260,5 @@ async fn the_store_threads_run_before_the_http_workers_and_the_deliveries() {
         workers.iter().all(|t| t.2 == lowered),
         "the HTTP workers yield: {threads:?}"
     );
+}
 }

@@ -14,7 +14,7 @@ fn is_rfc3339_ms(s: &Value) -> bool {
     })
 }
 
-#[actix_web::test]
+store_test! {
 async fn failing_receiver_gets_identical_bodies_until_it_succeeds() {
     // A one-second gap between attempts leaves time to see `failed`.
     let app = spawn_app_with(retry_delays(Duration::from_secs(1), Duration::from_secs(1))).await;
@@ -77,8 +77,9 @@ async fn failing_receiver_gets_identical_bodies_until_it_succeeds() {
     assert!(log[1]["response_excerpt"].is_null());
     assert_eq!(log[2]["response_excerpt"], r#"{"ok":true}"#);
 }
+}
 
-#[actix_web::test]
+store_test! {
 async fn last_attempt_makes_it_dead_and_redeliver_sends_it_again() {
     let app = spawn_app_with(|c| c.retry_max_attempts = 2).await;
     let mut rx = Receiver::start().await;
@@ -133,8 +134,9 @@ async fn last_attempt_makes_it_dead_and_redeliver_sends_it_again() {
         .await;
     assert_eq!(r.status(), 404);
 }
+}
 
-#[actix_web::test]
+store_test! {
 async fn retry_after_is_honoured_on_429_and_503() {
     let app = spawn_app_with(retry_delays(
         Duration::from_millis(50),
@@ -156,8 +158,9 @@ async fn retry_after_is_honoured_on_429_and_503() {
     assert!(gap2 >= Duration::from_millis(900), "503 waited {gap2:?}");
     assert_eq!(attempt_header(&got[2]), "3");
 }
+}
 
-#[actix_web::test]
+store_test! {
 async fn retry_after_is_capped_at_the_max_delay() {
     let app = spawn_app_with(retry_delays(
         Duration::from_millis(50),
@@ -173,8 +176,9 @@ async fn retry_after_is_capped_at_the_max_delay() {
     assert!(gap >= Duration::from_millis(250), "waited {gap:?}");
     assert_eq!(attempt_header(&got[1]), "2");
 }
+}
 
-#[actix_web::test]
+store_test! {
 async fn events_log_filters_by_status_and_pages() {
     let app = spawn_app().await;
     let mut rx = Receiver::start().await;
@@ -221,8 +225,9 @@ async fn events_log_filters_by_status_and_pages() {
     let no_key = app.get("/api/v1/events", "sk_wrong").await;
     assert_eq!(no_key.status(), 401);
 }
+}
 
-#[actix_web::test]
+store_test! {
 async fn a_redelivered_event_gets_a_fresh_retry_budget() {
     let app = spawn_app_with(|c| c.retry_max_attempts = 2).await;
     let mut rx = Receiver::start().await;
@@ -245,4 +250,5 @@ async fn a_redelivered_event_gets_a_fresh_retry_budget() {
         .await;
     assert_eq!(e["status"], "dead", "{e}");
     assert_eq!(e["attempts"].as_array().map(Vec::len), Some(4));
+}
 }

@@ -62,7 +62,7 @@ fn tampered(r: &Received) -> Received {
     t
 }
 
-#[actix_web::test]
+store_test! {
 async fn deliveries_verify_with_the_reference_library() {
     let app = spawn_app().await;
     let mut rx = Receiver::start().await;
@@ -94,8 +94,9 @@ async fn deliveries_verify_with_the_reference_library() {
     let other = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
     assert!(!reference_verifies(other, &r));
 }
+}
 
-#[actix_web::test]
+store_test! {
 async fn after_rotation_both_secrets_verify_for_a_day() {
     let app = spawn_app().await;
     let mut rx = Receiver::start().await;
@@ -140,4 +141,5 @@ async fn after_rotation_both_secrets_verify_for_a_day() {
     assert!(!sig.contains(' '), "one signature: {sig}");
     assert!(reference_verifies(&new, &r));
     assert!(!reference_verifies(&old, &r));
+}
 }
