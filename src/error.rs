@@ -4,24 +4,7 @@
 use actix_web::{HttpResponse, ResponseError, http::StatusCode};
 use serde::Serialize;
 
-/// One bad field: a JSON pointer into the request body, a stable code and a
-/// sentence for people.
-#[derive(Debug, Clone, Serialize, PartialEq)]
-pub struct FieldError {
-    pub field: String,
-    pub code: &'static str,
-    pub message: String,
-}
-
-impl FieldError {
-    pub fn new(field: impl Into<String>, code: &'static str, message: impl Into<String>) -> Self {
-        Self {
-            field: field.into(),
-            code,
-            message: message.into(),
-        }
-    }
-}
+pub use crate::domain::error::{FieldError, Rejection};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ApiError {
@@ -149,12 +132,48 @@ impl ResponseError for ApiError {
     }
 }
 
+/// Each refusal of the domain as its problem: the one place where a domain
+/// decision becomes an HTTP status and code.
+impl From<Rejection> for ApiError {
+    fn from(r: Rejection) -> Self {
+        let detail = r.to_string();
+        let (status, code, title) = match r {
+            Rejection::Invalid(errs) => return ApiError::Validation(errs),
+            Rejection::NotFound => return ApiError::not_found(),
+            Rejection::BlockDisabled => (StatusCode::CONFLICT, "block_disabled", "Block disabled"),
+            Rejection::Closed(_) => (StatusCode::GONE, "interaction_closed", "Interaction closed"),
+            Rejection::LinkButton => (
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "link_button",
+                "Link button",
+            ),
+            Rejection::NotPending => (
+                StatusCode::CONFLICT,
+                "interaction_not_pending",
+                "Interaction not pending",
+            ),
+            Rejection::TypeMismatch(_) => (
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "interaction_type_mismatch",
+                "Interaction type mismatch",
+            ),
+            Rejection::IdempotencyConflict => (
+                StatusCode::CONFLICT,
+                "idempotency_key_conflict",
+                "Idempotency key conflict",
+            ),
+            Rejection::DialogPending => (StatusCode::CONFLICT, "dialog_pending", "Dialog pending"),
+        };
+        ApiError::new(status, code, title, detail)
+    }
+}
+
 impl From<crate::store::StoreError> for ApiError {
     fn from(e: crate::store::StoreError) -> Self {
         use crate::store::StoreError;
         match e {
             StoreError::NotFound => ApiError::not_found(),
-            StoreError::Api(api) => api,
+            StoreError::Rejected(r) => r.into(),
             StoreError::Backend(msg) => ApiError::Internal(msg),
         }
     }

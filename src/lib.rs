@@ -13,3 +13,4 @@ pub mod hub;
 pub mod schemas;
 pub mod startup;
 pub mod store;
+pub mod usecase;

@@ -120,7 +120,7 @@ impl Application {
             hub,
             metrics: metrics_handle(),
         });
-        let dispatcher = delivery::spawn(state.clone())?;
+        let dispatcher = delivery::spawn(state.clone().into_inner())?;
         let st = state.clone();
         // Small writes (stream events, short answers) go out at once.
         let workers = state.config.http_workers;

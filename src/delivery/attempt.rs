@@ -9,8 +9,8 @@ use reqwest::header::HeaderName;
 use super::{reply, retry, signing, ssrf};
 use crate::domain::model::Chatbot;
 use crate::domain::time::now_ms;
-use crate::http::AppState;
 use crate::store::{AttemptNext, AttemptRecord, Claimed};
+use crate::usecase::Services;
 
 /// The bytes of a response body kept in the attempt log.
 const EXCERPT: usize = 1024;
@@ -19,7 +19,7 @@ const MAX_BODY: usize = 1024 * 1024;
 
 /// Sends attempt number `c.attempts + 1` of a claimed delivery to `bot`.
 pub async fn run(
-    st: &AppState,
+    st: &Services,
     client: &reqwest::Client,
     bot: &Chatbot,
     c: &Claimed,
@@ -126,7 +126,7 @@ fn meters() -> &'static Meters {
 
 /// A failed attempt's next step: a retry at a time, or `dead` after the last.
 /// `number` counts the attempts since the event was (re)queued.
-pub fn failure_next(st: &AppState, number: u32, retry_after: Option<Duration>) -> AttemptNext {
+pub fn failure_next(st: &Services, number: u32, retry_after: Option<Duration>) -> AttemptNext {
     let cfg = &st.config;
     if number >= cfg.retry_max_attempts {
         return AttemptNext::Dead;
@@ -149,7 +149,7 @@ const WEBHOOK_SIGNATURE: HeaderName = HeaderName::from_static("webhook-signature
 const ATTEMPT: HeaderName = HeaderName::from_static("x-myaichatbot-attempt");
 
 async fn send(
-    st: &AppState,
+    st: &Services,
     client: &reqwest::Client,
     bot: &Chatbot,
     c: &Claimed,

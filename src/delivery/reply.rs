@@ -4,7 +4,7 @@
 use serde_json::Value;
 
 use crate::error::ApiError;
-use crate::http::AppState;
+use crate::usecase::Services;
 
 /// The keys that make a JSON answer a reply.
 const REPLY_KEYS: [&str; 5] = [
@@ -30,12 +30,12 @@ pub fn as_reply(body: &[u8]) -> Option<Value> {
 
 /// Applies the reply in `body`, if it is one. Returns a note for the attempt
 /// log when the reply was refused (the delivery still succeeded).
-pub async fn apply(st: &AppState, payload: &[u8], body: &[u8]) -> Option<String> {
+pub async fn apply(st: &Services, payload: &[u8], body: &[u8]) -> Option<String> {
     let reply = as_reply(body)?;
     let event: Value = serde_json::from_slice(payload).ok()?;
     let url = event.get("response_url")?.as_str()?;
     let token = url.rsplit('/').next()?;
-    match crate::http::responses::apply_reply(st, token, &reply, None).await {
+    match crate::usecase::reply::apply_reply(st, token, &reply, None).await {
         Ok(_) => None,
         Err(e) => Some(format!(
             "E_REPLY: the reply body was not applied: {} ({})",

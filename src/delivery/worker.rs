@@ -6,7 +6,6 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use actix_web::web;
 use parking_lot::Mutex;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 use tokio::task::JoinHandle;
@@ -17,8 +16,8 @@ use super::breaker::{Breaker, Outcome, Rest};
 use super::{attempt, recorder};
 use crate::domain::model::Chatbot;
 use crate::domain::time::now_ms;
-use crate::http::AppState;
 use crate::store::{AttemptNext, AttemptRecord, Claimed};
+use crate::usecase::Services;
 
 /// Most deliveries in flight at once, across all endpoints.
 const GLOBAL_IN_FLIGHT: usize = 512;
@@ -47,7 +46,7 @@ struct Endpoint {
 }
 
 pub struct Dispatcher {
-    state: web::Data<AppState>,
+    state: Arc<Services>,
     client: reqwest::Client,
     /// Per chatbot: in-flight count and circuit state.
     endpoints: Mutex<HashMap<String, Endpoint>>,
@@ -69,7 +68,7 @@ pub struct Dispatcher {
 
 /// Starts the dispatcher: the claim loop and the recorder. SIGTERM or
 /// SIGINT stops claiming at once; [`Dispatcher::stop`] finishes the rest.
-pub fn spawn(state: web::Data<AppState>) -> Result<Arc<Dispatcher>, String> {
+pub fn spawn(state: Arc<Services>) -> Result<Arc<Dispatcher>, String> {
     let client = super::client::build(
         state.config.delivery_timeout,
         state.config.allow_private_webhooks,

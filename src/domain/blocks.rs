@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::FieldError;
+use crate::domain::error::FieldError;
 
 /// Saved state of an interactive block.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]

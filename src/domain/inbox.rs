@@ -6,10 +6,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
 use crate::domain::blocks::{Block, FieldKind};
+use crate::domain::error::{FieldError, Rejection};
 use crate::domain::interact::{self, Accepted, Action, Context};
 use crate::domain::model::Message;
-use crate::error::{ApiError, FieldError};
-use actix_web::http::StatusCode;
 
 pub const CHOICE: &str = "choice";
 pub const TEXT: &str = "text";
@@ -259,16 +258,11 @@ pub fn ask_answer(response: &Value) -> Value {
     }
 }
 
-fn mismatch(expected: &str) -> ApiError {
-    ApiError::new(
-        StatusCode::UNPROCESSABLE_ENTITY,
-        "interaction_type_mismatch",
-        "Interaction type mismatch",
-        format!("this interaction is of type `{expected}`"),
-    )
+fn mismatch(expected: &str) -> Rejection {
+    Rejection::TypeMismatch(expected.to_string())
 }
 
-fn unknown_fields(body: &Map<String, Value>, allowed: &[&str]) -> Result<(), ApiError> {
+fn unknown_fields(body: &Map<String, Value>, allowed: &[&str]) -> Result<(), Rejection> {
     let errs: Vec<FieldError> = body
         .keys()
         .filter(|k| !allowed.contains(&k.as_str()))
@@ -283,19 +277,19 @@ fn unknown_fields(body: &Map<String, Value>, allowed: &[&str]) -> Result<(), Api
     if errs.is_empty() {
         Ok(())
     } else {
-        Err(ApiError::Validation(errs))
+        Err(Rejection::Invalid(errs))
     }
 }
 
-fn bool_field(body: &Map<String, Value>, key: &str) -> Result<bool, ApiError> {
+fn bool_field(body: &Map<String, Value>, key: &str) -> Result<bool, Rejection> {
     match body.get(key) {
         Some(Value::Bool(b)) => Ok(*b),
-        Some(_) => Err(ApiError::field(
+        Some(_) => Err(Rejection::field(
             format!("/{key}"),
             "invalid_type",
             "must be a boolean",
         )),
-        None => Err(ApiError::field(
+        None => Err(Rejection::field(
             format!("/{key}"),
             "required",
             format!("{key} is required"),
@@ -312,9 +306,9 @@ pub fn action_from_answer(
     spec: &Spec,
     msg: &Message,
     body: &Value,
-) -> Result<Action, ApiError> {
+) -> Result<Action, Rejection> {
     let Some(body) = body.as_object() else {
-        return Err(ApiError::field(
+        return Err(Rejection::field(
             "",
             "invalid_type",
             "the body must be a JSON object",
@@ -323,8 +317,14 @@ pub fn action_from_answer(
     match body.get("type") {
         Some(Value::String(t)) if t == kind => {}
         Some(Value::String(_)) => return Err(mismatch(kind)),
-        Some(_) => return Err(ApiError::field("/type", "invalid_type", "must be a string")),
-        None => return Err(ApiError::field("/type", "required", "type is required")),
+        Some(_) => {
+            return Err(Rejection::field(
+                "/type",
+                "invalid_type",
+                "must be a string",
+            ));
+        }
+        None => return Err(Rejection::field("/type", "required", "type is required")),
     }
     match kind {
         CHOICE => {
@@ -335,7 +335,7 @@ pub fn action_from_answer(
                     .enumerate()
                     .map(|(i, v)| {
                         v.as_str().map(str::to_string).ok_or_else(|| {
-                            ApiError::field(
+                            Rejection::field(
                                 format!("/option_ids/{i}"),
                                 "invalid_type",
                                 "must be a string",
@@ -344,21 +344,21 @@ pub fn action_from_answer(
                     })
                     .collect::<Result<_, _>>()?,
                 Some(Value::Array(_)) => {
-                    return Err(ApiError::field(
+                    return Err(Rejection::field(
                         "/option_ids",
                         "required",
                         "choose at least one option",
                     ));
                 }
                 Some(_) => {
-                    return Err(ApiError::field(
+                    return Err(Rejection::field(
                         "/option_ids",
                         "invalid_type",
                         "must be an array of option ids",
                     ));
                 }
                 None => {
-                    return Err(ApiError::field(
+                    return Err(Rejection::field(
                         "/option_ids",
                         "required",
                         "option_ids is required",
@@ -370,7 +370,7 @@ pub fn action_from_answer(
                 let mut values = Map::new();
                 for (i, id) in ids.iter().enumerate() {
                     if !form_has_checkbox(msg, &form_id, id) {
-                        return Err(ApiError::field(
+                        return Err(Rejection::field(
                             format!("/option_ids/{i}"),
                             "invalid_option",
                             "no such option",
@@ -381,7 +381,7 @@ pub fn action_from_answer(
                 return Ok(Action::Submit { form_id, values });
             }
             if ids.len() > 1 {
-                return Err(ApiError::field(
+                return Err(Rejection::field(
                     "/option_ids/1",
                     "too_many",
                     "this question takes one option",
@@ -389,7 +389,7 @@ pub fn action_from_answer(
             }
             let id = ids.into_iter().next().unwrap_or_default();
             if !has_button(msg, &spec.block_id, &id) {
-                return Err(ApiError::field(
+                return Err(Rejection::field(
                     "/option_ids/0",
                     "invalid_option",
                     "no such option",
@@ -411,7 +411,7 @@ pub fn action_from_answer(
             let values = match (body.get("values"), body.get("text")) {
                 (Some(Value::Object(m)), None) => m.clone(),
                 (Some(_), None) => {
-                    return Err(ApiError::field(
+                    return Err(Rejection::field(
                         "/values",
                         "invalid_type",
                         "must be an object",
@@ -420,7 +420,7 @@ pub fn action_from_answer(
                 (None, Some(Value::String(t))) => {
                     let fields = form_fields(msg, &form_id);
                     if fields.len() != 1 {
-                        return Err(ApiError::field(
+                        return Err(Rejection::field(
                             "/text",
                             "not_allowed",
                             "`text` answers a form of one field; send `values`",
@@ -431,17 +431,25 @@ pub fn action_from_answer(
                     m
                 }
                 (None, Some(_)) => {
-                    return Err(ApiError::field("/text", "invalid_type", "must be a string"));
+                    return Err(Rejection::field(
+                        "/text",
+                        "invalid_type",
+                        "must be a string",
+                    ));
                 }
                 (Some(_), Some(_)) => {
-                    return Err(ApiError::field(
+                    return Err(Rejection::field(
                         "/text",
                         "not_allowed",
                         "send either values or text",
                     ));
                 }
                 (None, None) => {
-                    return Err(ApiError::field("/values", "required", "values is required"));
+                    return Err(Rejection::field(
+                        "/values",
+                        "required",
+                        "values is required",
+                    ));
                 }
             };
             Ok(Action::Submit { form_id, values })
@@ -462,14 +470,14 @@ pub fn action_from_answer(
                 None | Some(Value::Null) => None,
                 Some(Value::String(c)) if !yes => Some(c.clone()),
                 Some(Value::String(_)) => {
-                    return Err(ApiError::field(
+                    return Err(Rejection::field(
                         "/comment",
                         "not_allowed",
                         "a comment goes with a decline",
                     ));
                 }
                 Some(_) => {
-                    return Err(ApiError::field(
+                    return Err(Rejection::field(
                         "/comment",
                         "invalid_type",
                         "must be a string",
@@ -614,7 +622,7 @@ pub fn decide(
     msg: &mut Message,
     action: &Action,
     mut ctx: Context<'_>,
-) -> Result<Decided, ApiError> {
+) -> Result<Decided, Rejection> {
     if let Some(e) = replaced_block(interactions, msg, action) {
         return Err(e);
     }
@@ -660,13 +668,8 @@ pub fn close(inter: &mut Interaction, msg: &mut Message, status: &str, reason: &
 }
 
 /// Whether a reviewer may still answer: pending and before its deadline.
-pub fn not_pending() -> ApiError {
-    ApiError::new(
-        StatusCode::CONFLICT,
-        "interaction_not_pending",
-        "Interaction not pending",
-        "this interaction was already answered, expired or cancelled",
-    )
+pub fn not_pending() -> Rejection {
+    Rejection::NotPending
 }
 
 /// Whether an interaction is about the block an action names (which may no
@@ -681,17 +684,14 @@ pub fn names(spec: &Spec, action: &Action) -> bool {
 }
 
 /// A click on a block a reply removed: 410 `interaction_closed`, `replaced`.
-pub fn replaced_block(list: &[Interaction], msg: &Message, action: &Action) -> Option<ApiError> {
+pub fn replaced_block(list: &[Interaction], msg: &Message, action: &Action) -> Option<Rejection> {
     if !block_gone(msg, action) {
         return None;
     }
     list.iter()
         .find(|i| names(&i.spec, action) && i.spec.closed_reason.is_some())
         .map(|i| {
-            ApiError::new(
-                StatusCode::GONE,
-                "interaction_closed",
-                "Interaction closed",
+            Rejection::Closed(
                 i.spec
                     .closed_reason
                     .clone()

@@ -5,12 +5,11 @@
 use serde_json::{Map, Value};
 
 use crate::domain::blocks::Block;
+use crate::domain::error::Rejection;
 use crate::domain::events::{self, Base};
 use crate::domain::model::{Message, Person};
 use crate::domain::time::rfc3339;
 use crate::domain::values;
-use crate::error::ApiError;
-use actix_web::http::StatusCode;
 
 #[derive(Debug, Clone)]
 pub enum Action {
@@ -81,26 +80,16 @@ pub fn present(msg: &mut Message, reason: Option<&str>) {
     }
 }
 
-fn closed(reason: &str) -> ApiError {
-    ApiError::new(
-        StatusCode::GONE,
-        "interaction_closed",
-        "Interaction closed",
-        reason.to_string(),
-    )
+fn closed(reason: &str) -> Rejection {
+    Rejection::Closed(reason.to_string())
 }
 
-fn block_disabled() -> ApiError {
-    ApiError::new(
-        StatusCode::CONFLICT,
-        "block_disabled",
-        "Block disabled",
-        "this group was already used",
-    )
+fn block_disabled() -> Rejection {
+    Rejection::BlockDisabled
 }
 
 /// Checks the state of a block before it accepts an answer.
-fn check_open(ctx: &Context<'_>, msg: &Message, block: &Block) -> Result<(), ApiError> {
+fn check_open(ctx: &Context<'_>, msg: &Message, block: &Block) -> Result<(), Rejection> {
     let state = block.state();
     if state.disabled {
         return match state.reason.as_deref() {
@@ -117,7 +106,7 @@ fn check_open(ctx: &Context<'_>, msg: &Message, block: &Block) -> Result<(), Api
 /// Applies `action` to `msg`. On success the message's block state is
 /// updated (when the block turns off on use) and the event is returned. A
 /// block that stays on leaves the message untouched (`updated_at` too).
-pub fn apply(msg: &mut Message, ctx: &Context<'_>, action: &Action) -> Result<Accepted, ApiError> {
+pub fn apply(msg: &mut Message, ctx: &Context<'_>, action: &Action) -> Result<Accepted, Rejection> {
     let at = rfc3339(ctx.now_ms);
     let base = Base {
         event_id: ctx.event_id,
@@ -137,7 +126,7 @@ pub fn apply(msg: &mut Message, ctx: &Context<'_>, action: &Action) -> Result<Ac
             .iter()
             .position(|b| matches!(b, Block::Form { form_id: id, .. } if id == form_id)),
     }
-    .ok_or_else(ApiError::not_found)?;
+    .ok_or_else(Rejection::not_found)?;
 
     let (payload, event_type, chosen, disable, typed) = match (&msg.blocks[idx], action) {
         (
@@ -154,17 +143,12 @@ pub fn apply(msg: &mut Message, ctx: &Context<'_>, action: &Action) -> Result<Ac
             let button = elements
                 .iter()
                 .find(|b| &b.action_id == action_id)
-                .ok_or_else(ApiError::not_found)?;
+                .ok_or_else(Rejection::not_found)?;
             if button.is_link() {
-                return Err(ApiError::new(
-                    StatusCode::UNPROCESSABLE_ENTITY,
-                    "link_button",
-                    "Link button",
-                    "a button with a url opens a link and never sends events",
-                ));
+                return Err(Rejection::LinkButton);
             }
             if comment.is_some() && !(ctx.allow_comment && action_id == "decline") {
-                return Err(ApiError::field(
+                return Err(Rejection::field(
                     "/comment",
                     "not_allowed",
                     "a comment is only accepted on the decline button of a question that allows one",
@@ -199,9 +183,9 @@ pub fn apply(msg: &mut Message, ctx: &Context<'_>, action: &Action) -> Result<Ac
             Action::Submit { values: input, .. },
         ) => {
             check_open(ctx, msg, &msg.blocks[idx])?;
-            let typed = values::check(fields, input, "/values").map_err(ApiError::Validation)?;
+            let typed = values::check(fields, input, "/values").map_err(Rejection::Invalid)?;
             if ctx.require_one_checked && !typed.values().any(|v| v.as_bool() == Some(true)) {
-                return Err(ApiError::field(
+                return Err(Rejection::field(
                     "/values",
                     "required",
                     "choose at least one option",
@@ -217,7 +201,7 @@ pub fn apply(msg: &mut Message, ctx: &Context<'_>, action: &Action) -> Result<Ac
                 Some(typed),
             )
         }
-        _ => return Err(ApiError::not_found()),
+        _ => return Err(Rejection::not_found()),
     };
     if disable {
         let state = msg.blocks[idx].state_mut();

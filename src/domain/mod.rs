@@ -2,6 +2,7 @@
 
 pub mod blocks;
 pub mod duration;
+pub mod error;
 pub mod events;
 pub mod ids;
 pub mod inbox;

@@ -5,7 +5,7 @@
 use serde_json::{Map, Number, Value};
 
 use crate::domain::blocks::{Field, FieldKind};
-use crate::error::FieldError;
+use crate::domain::error::FieldError;
 
 /// Checks `input` against `fields`. On success returns every field's typed
 /// value, in definition order; on failure one error per bad field, with

@@ -15,12 +15,12 @@ use tokio::sync::broadcast;
 
 use super::AppState;
 use super::extract::{Bot, JsonBody, text_field};
-use super::messages::{Content, new_message};
 use crate::domain::blocks::{Block, BlockState, Button, Field, FieldKind};
 use crate::domain::inbox::{self, NewInteraction, Spec};
 use crate::domain::model::Author;
 use crate::error::{ApiError, ApiResult, FieldError};
 use crate::hub::ApiEvent;
+use crate::usecase::content::{Content, new_message};
 
 pub fn routes(cfg: &mut utoipa_actix_web::service_config::ServiceConfig) {
     cfg.service(ask);

@@ -6,12 +6,12 @@ use serde_json::{Value, json};
 
 use super::AppState;
 use super::extract::{Bot, JsonBody, PageQuery, collection};
-use super::messages::{new_message, parse_content};
 use crate::domain::model::{Author, Conversation, Person};
 use crate::domain::time::rfc3339;
 use crate::error::{ApiError, ApiResult, FieldError};
 use crate::schemas::Schemas;
 use crate::store::{AttemptRow, EventSummary};
+use crate::usecase::content::{new_message, parse_content};
 
 pub fn routes(cfg: &mut utoipa_actix_web::service_config::ServiceConfig) {
     cfg.service(post_message)

@@ -5,39 +5,16 @@ pub mod ask;
 pub mod bot;
 pub mod extract;
 pub mod inbox;
-pub mod messages;
 pub mod ops;
 pub mod pages;
 pub mod responses;
 pub mod widget;
 
-use std::sync::Arc;
-
 use actix_web::web;
 use utoipa_actix_web::AppExt;
 
-use crate::config::Config;
-use crate::hub::Hub;
-use crate::store::Store;
-
-/// What every handler shares.
-pub struct AppState {
-    pub store: Arc<dyn Store>,
-    pub config: Config,
-    pub admin_token_hash: String,
-    /// Signs response_url tokens.
-    pub server_key: crate::domain::token::TokenKey,
-    /// Base of every response_url, without a trailing slash.
-    pub public_url: String,
-    pub hub: Arc<Hub>,
-    pub metrics: Option<metrics_exporter_prometheus::PrometheusHandle>,
-}
-
-impl AppState {
-    pub fn now_ms(&self) -> i64 {
-        crate::domain::time::now_ms()
-    }
-}
+/// What every handler shares: the use-case layer's services.
+pub use crate::usecase::Services as AppState;
 
 /// The OpenAPI document of every endpoint, generated from the handlers.
 pub fn openapi() -> utoipa::openapi::OpenApi {

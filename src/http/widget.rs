@@ -6,7 +6,6 @@ use serde_json::{Map, Value, json};
 
 use super::AppState;
 use super::extract::{JsonBody, PageQuery, Visitor, collection};
-use super::messages::{Content, new_message};
 use crate::domain::events::{self, Base};
 use crate::domain::ids::{hash_secret, new_id, new_secret};
 use crate::domain::interact::{Action, Context, closure_reason, present};
@@ -14,6 +13,7 @@ use crate::domain::model::{Author, Conversation, Message, Person};
 use crate::domain::time::rfc3339;
 use crate::error::{ApiError, ApiResult, FieldError};
 use crate::store::{InteractRequest, NewEvent};
+use crate::usecase::content::{Content, new_message};
 
 pub fn routes(cfg: &mut utoipa_actix_web::service_config::ServiceConfig) {
     cfg.service(click)

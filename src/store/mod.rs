@@ -9,10 +9,10 @@ use std::pin::Pin;
 
 use serde_json::Value;
 
+use crate::domain::error::Rejection;
 use crate::domain::inbox::{Interaction, NewInteraction};
 use crate::domain::interact::Action;
 use crate::domain::model::{Chatbot, Conversation, Message, Person};
-use crate::error::ApiError;
 
 pub type BoxFut<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
@@ -20,16 +20,16 @@ pub type BoxFut<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 pub enum StoreError {
     #[error("not found")]
     NotFound,
-    /// A decision of the domain (409, 410, 422 …) taken inside a transaction.
+    /// A decision of the domain taken inside a transaction.
     #[error("{0}")]
-    Api(ApiError),
+    Rejected(Rejection),
     #[error("storage error: {0}")]
     Backend(String),
 }
 
-impl From<ApiError> for StoreError {
-    fn from(e: ApiError) -> Self {
-        StoreError::Api(e)
+impl From<Rejection> for StoreError {
+    fn from(r: Rejection) -> Self {
+        StoreError::Rejected(r)
     }
 }
 

@@ -9,6 +9,7 @@ use sqlx::postgres::{PgPool, PgPoolOptions, PgRow};
 use sqlx::{Postgres, Row, Transaction};
 
 use super::*;
+use crate::domain::error::Rejection;
 use crate::domain::inbox::{Interaction, NewInteraction};
 use crate::hub::{ApiEvent, Hub};
 
@@ -831,12 +832,7 @@ impl Store for PostgresStore {
             if let Some(r) = prior {
                 let hash: String = r.try_get(0).map_err(backend)?;
                 if hash != req.body_hash {
-                    return Err(StoreError::Api(crate::error::ApiError::new(
-                        actix_web::http::StatusCode::CONFLICT,
-                        "idempotency_key_conflict",
-                        "Idempotency key conflict",
-                        "this Idempotency-Key was used with a different body",
-                    )));
+                    return Err(StoreError::Rejected(Rejection::IdempotencyConflict));
                 }
                 let result: String = r.try_get(1).map_err(backend)?;
                 return Ok(AnswerOutcome::Repeated(
@@ -844,7 +840,7 @@ impl Store for PostgresStore {
                 ));
             }
             if i.status_at(req.now_ms) != "pending" {
-                return Err(StoreError::Api(crate::domain::inbox::not_pending()));
+                return Err(StoreError::Rejected(Rejection::NotPending));
             }
             let msg = load_message_for_update(&mut tx, &i.message_id).await?;
             let action =
@@ -861,7 +857,7 @@ impl Store for PostgresStore {
             )
             .await?;
             let Some(answered) = fx.answered else {
-                return Err(StoreError::Api(crate::domain::inbox::not_pending()));
+                return Err(StoreError::Rejected(Rejection::NotPending));
             };
             sqlx::query("INSERT INTO interaction_idempotency (interaction_id, key, body_hash, result) VALUES ($1, $2, $3, $4)")
                 .bind(&req.interaction_id)

@@ -14,6 +14,7 @@ use rusqlite::{Connection, OptionalExtension, params};
 use tokio::sync::oneshot;
 
 use super::*;
+use crate::domain::error::Rejection;
 use crate::domain::inbox::{Interaction, NewInteraction};
 use crate::hub::{ApiEvent, Hub};
 
@@ -1221,18 +1222,13 @@ impl Store for SqliteStore {
                         .map_err(backend)?;
                     if let Some((hash, result)) = prior {
                         if hash != req.body_hash {
-                            return Err(StoreError::Api(crate::error::ApiError::new(
-                                actix_web::http::StatusCode::CONFLICT,
-                                "idempotency_key_conflict",
-                                "Idempotency key conflict",
-                                "this Idempotency-Key was used with a different body",
-                            )));
+                            return Err(StoreError::Rejected(Rejection::IdempotencyConflict));
                         }
                         let v = serde_json::from_str(&result).map_err(backend)?;
                         return Ok((AnswerOutcome::Repeated(v), Vec::new(), Vec::new(), None));
                     }
                     if i.status_at(req.now_ms) != "pending" {
-                        return Err(StoreError::Api(crate::domain::inbox::not_pending()));
+                        return Err(StoreError::Rejected(Rejection::NotPending));
                     }
                     let msg = load_message(c, &i.message_id)?;
                     let action = crate::domain::inbox::action_from_answer(&i.kind, &i.spec, &msg, &req.body)?;
@@ -1248,7 +1244,7 @@ impl Store for SqliteStore {
                     )?;
                     let answered = match fx.answered {
                         Some(a) => a,
-                        None => return Err(StoreError::Api(crate::domain::inbox::not_pending())),
+                        None => return Err(StoreError::Rejected(Rejection::NotPending)),
                     };
                     c.execute(
                         "INSERT INTO interaction_idempotency (interaction_id, key, body_hash, result) VALUES (?1, ?2, ?3, ?4)",

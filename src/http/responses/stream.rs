@@ -15,9 +15,9 @@ use tokio::time::Instant;
 
 use crate::config::Database;
 use crate::error::{ApiError, ApiResult};
-use crate::http::AppState;
 use crate::http::extract::Visitor;
 use crate::store::{Store, StreamEvent};
+use crate::usecase::Services as AppState;
 
 /// Entries read from the store at a time (a replay pages through all).
 const PAGE: usize = 500;

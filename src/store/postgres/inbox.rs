@@ -8,6 +8,7 @@ use sqlx::postgres::PgRow;
 use super::{
     Tx, append_stream, backend, insert_event, load_message_for_update, message_json, save_message,
 };
+use crate::domain::error::Rejection;
 use crate::domain::inbox::{self, Interaction, NewInteraction};
 use crate::domain::interact::{Action, Context};
 use crate::domain::model::{Message, Person};
@@ -54,12 +55,7 @@ pub async fn insert(tx: &mut Tx<'_>, i: &NewInteraction, now_ms: i64) -> StoreRe
         .await
         .map_err(backend)?;
         if pending.is_some() {
-            return Err(StoreError::Api(crate::error::ApiError::new(
-                actix_web::http::StatusCode::CONFLICT,
-                "dialog_pending",
-                "Dialog pending",
-                "this conversation already has an unanswered question",
-            )));
+            return Err(StoreError::Rejected(Rejection::DialogPending));
         }
     }
     sqlx::query(

@@ -8,6 +8,7 @@ use super::{
     CHATBOT_COL_COUNT, CHATBOT_COLS_OF_B, append_stream, backend, chatbot_row, insert_event,
     load_message, message_json, save_message, writer_cache,
 };
+use crate::domain::error::Rejection;
 use crate::domain::inbox::{self, Interaction, NewInteraction};
 use crate::domain::interact::{Action, Context};
 use crate::domain::model::{Message, Person};
@@ -55,12 +56,7 @@ pub fn insert(c: &Connection, i: &NewInteraction, now_ms: i64) -> StoreResult<()
             .optional()
             .map_err(backend)?;
         if pending.is_some() {
-            return Err(StoreError::Api(crate::error::ApiError::new(
-                actix_web::http::StatusCode::CONFLICT,
-                "dialog_pending",
-                "Dialog pending",
-                "this conversation already has an unanswered question",
-            )));
+            return Err(StoreError::Rejected(Rejection::DialogPending));
         }
     }
     writer_cache::unsettle(&i.message_id);

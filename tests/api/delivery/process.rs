@@ -230,7 +230,8 @@ fn threads_of(pid: u32) -> Vec<(u32, String, i32)> {
     out
 }
 
-store_test! {
+/// SQLite only: the store's own threads (PostgreSQL has none).
+#[actix_web::test]
 async fn the_store_threads_run_before_the_http_workers_and_the_deliveries() {
     let app = child_app().await;
     let server = start(&app).await;
@@ -260,5 +261,4 @@ async fn the_store_threads_run_before_the_http_workers_and_the_deliveries() {
         workers.iter().all(|t| t.2 == lowered),
         "the HTTP workers yield: {threads:?}"
     );
-}
 }

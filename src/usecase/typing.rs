@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use crate::http::AppState;
+use super::Services;
 
 /// How long typing shows when no reply comes.
 const TYPING_FOR: Duration = Duration::from_secs(30);
@@ -19,7 +19,7 @@ fn entry(conversation_id: &str, message_id: &str, active: bool) -> String {
 
 /// Shows typing (committed before this returns, so it precedes any reply),
 /// and ends it after 30 s unless something ended it already.
-pub async fn start_typing(st: &AppState, conversation_id: &str, message_id: &str) {
+pub async fn start_typing(st: &Services, conversation_id: &str, message_id: &str) {
     st.hub
         .typing
         .lock()
@@ -57,7 +57,7 @@ pub async fn start_typing(st: &AppState, conversation_id: &str, message_id: &str
 }
 
 /// Ends typing: the bot's reply arrived.
-pub async fn stop_typing(st: &AppState, conversation_id: &str, message_id: &str) {
+pub async fn stop_typing(st: &Services, conversation_id: &str, message_id: &str) {
     st.hub.typing.lock().remove(conversation_id);
     if let Err(e) = st
         .store
@@ -73,7 +73,7 @@ pub async fn stop_typing(st: &AppState, conversation_id: &str, message_id: &str)
 }
 
 /// Ends typing if this conversation shows it: a bot message arrived.
-pub async fn stop_typing_if_shown(st: &AppState, conversation_id: &str) {
+pub async fn stop_typing_if_shown(st: &Services, conversation_id: &str) {
     let shown = st.hub.typing.lock().remove(conversation_id);
     if let Some(message_id) = shown {
         stop_typing(st, conversation_id, &message_id).await;

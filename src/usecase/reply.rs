@@ -1,0 +1,163 @@
+//! Applying a reply through a response_url token: the public endpoint and a
+//! webhook's reply body both come here.
+
+use serde_json::Value;
+
+use super::Services;
+use super::content::{new_message, parse_content};
+use crate::domain::model::Author;
+use crate::domain::token::{Grant, GrantRef};
+use crate::error::{ApiError, ApiResult};
+use crate::schemas::Schemas;
+use crate::store::{Reply, ReplyOutcome, ReplyRequest, StoreError};
+
+/// How many times one response_url may be used.
+pub const MAX_USES: u32 = 5;
+
+/// The response_url of an event about `message_id`.
+pub fn response_url(
+    st: &Services,
+    event_id: &str,
+    message_id: &str,
+    conversation_id: &str,
+    new_message_only: bool,
+    now_ms: i64,
+) -> String {
+    let expires_at = now_ms.saturating_add(st.config.response_url_ttl.as_millis() as i64);
+    const PATH: &str = "/api/v1/responses/";
+    let mut url = String::with_capacity(st.public_url.len() + PATH.len() + 160);
+    url.push_str(&st.public_url);
+    url.push_str(PATH);
+    st.server_key.issue_into(
+        &mut url,
+        GrantRef {
+            event_id,
+            message_id,
+            conversation_id,
+            expires_at,
+            new_message_only,
+        },
+    );
+    url
+}
+
+fn expired(detail: &str) -> ApiError {
+    ApiError::new(
+        actix_web::http::StatusCode::GONE,
+        "response_url_expired",
+        "response_url expired",
+        detail,
+    )
+}
+
+/// Decides what a reply body asks for, checking it as a new message's body
+/// would be checked. Nothing is stored here.
+fn decide(grant: &Grant, body: &Value, now_ms: i64) -> ApiResult<Reply> {
+    let content = parse_content(body, &Schemas::get().reply)?;
+    let replace = body.get("replace_original").and_then(Value::as_bool);
+    let delete = body.get("delete_original").and_then(Value::as_bool) == Some(true);
+    if grant.new_message_only {
+        if replace == Some(true) {
+            return Err(ApiError::field(
+                "/replace_original",
+                "not_allowed",
+                "a reply to message.received always posts a new message",
+            ));
+        }
+        if delete {
+            return Err(ApiError::field(
+                "/delete_original",
+                "not_allowed",
+                "a reply to message.received cannot delete the visitor's message",
+            ));
+        }
+    }
+    if delete {
+        if replace == Some(true) {
+            return Err(ApiError::field(
+                "/delete_original",
+                "conflict",
+                "choose either replace_original or delete_original",
+            ));
+        }
+        return Ok(Reply::Delete);
+    }
+    if content.text.is_none() && content.blocks.is_none() {
+        return Err(ApiError::field(
+            "",
+            "required",
+            "a reply needs text or blocks",
+        ));
+    }
+    if replace.unwrap_or(!grant.new_message_only) {
+        Ok(Reply::Replace {
+            text: content.text,
+            blocks: content.blocks.unwrap_or_default(),
+            metadata: content.metadata,
+            typing_on_interaction: content.typing_on_interaction,
+        })
+    } else {
+        Ok(Reply::Post(new_message(
+            &grant.conversation_id,
+            Author::bot(),
+            content,
+            now_ms,
+        )))
+    }
+}
+
+/// Applies one reply through a response_url token: the HTTP endpoint and a
+/// webhook's reply body both come here. Returns `{"message": …}`.
+pub async fn apply_reply(
+    st: &Services,
+    token: &str,
+    body: &Value,
+    idempotency_key: Option<String>,
+) -> ApiResult<Value> {
+    let grant = st
+        .server_key
+        .verify(token)
+        .ok_or_else(ApiError::not_found)?;
+    let now = st.now_ms();
+    if now > grant.expires_at {
+        return Err(expired("this response_url has expired"));
+    }
+    let reply = decide(&grant, body, now)?;
+    // A click on a message with `typing_on_interaction` shows typing until
+    // the bot answers; this answer ends it.
+    let typing = !grant.new_message_only
+        && st
+            .store
+            .get_message(&grant.message_id)
+            .await
+            .is_ok_and(|m| m.typing_on_interaction);
+    let out = st
+        .store
+        .reply(ReplyRequest {
+            event_id: grant.event_id.clone(),
+            message_id: grant.message_id.clone(),
+            conversation_id: grant.conversation_id.clone(),
+            idempotency_key,
+            max_uses: MAX_USES,
+            now_ms: now,
+            interactive_window_ms: st.config.interactive_window.as_millis() as i64,
+            reply,
+        })
+        .await
+        .map_err(|e| match e {
+            StoreError::NotFound => expired("the original message was deleted"),
+            other => other.into(),
+        })?;
+    match out {
+        ReplyOutcome::Applied(v) => {
+            if typing {
+                super::typing::stop_typing(st, &grant.conversation_id, &grant.message_id).await;
+            }
+            Ok(v)
+        }
+        ReplyOutcome::Repeated(v) => Ok(v),
+        ReplyOutcome::UsedUp => Err(expired(
+            "this response_url was used the maximum number of times",
+        )),
+    }
+}
