@@ -71,7 +71,7 @@ impl Application {
         let local = listener.local_addr().map_err(|e| e.to_string())?;
         let hub = Arc::new(Hub::new());
         let store = open_store(&config, hub.clone()).await?;
-        if config.store_first && matches!(config.database, Database::Sqlite(_)) {
+        if config.store_first && !store.shared() {
             store_first();
         }
 
@@ -100,8 +100,8 @@ impl Application {
                 .decode(key_hex.as_bytes())
                 .map_err(|e| e.to_string())?,
         );
-        // Single instance on SQLite: leases left by a crash are void.
-        if matches!(config.database, Database::Sqlite(_)) {
+        // A store of one instance: leases left by a crash are void.
+        if !store.shared() {
             store
                 .release_leases(None)
                 .await

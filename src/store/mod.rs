@@ -224,6 +224,13 @@ pub enum ReplyOutcome {
 }
 
 pub trait Store: Send + Sync + 'static {
+    /// Whether other instances may write this store too (PostgreSQL): then
+    /// nothing an instance holds in memory is the whole truth — streams poll
+    /// the store, and leases of a previous run are not void at start.
+    fn shared(&self) -> bool {
+        false
+    }
+
     /// A value kept across restarts (admin token hash, server key); `init`
     /// is stored when none is there yet. Returns the stored value.
     fn meta_get_or_init(&self, key: &str, init: String) -> BoxFut<'_, StoreResult<String>>;

@@ -418,6 +418,10 @@ fn page_of<T>(mut rows: Vec<(T, i64)>, limit: usize) -> Page<T> {
 }
 
 impl Store for PostgresStore {
+    fn shared(&self) -> bool {
+        true
+    }
+
     fn meta_get_or_init(&self, key: &str, init: String) -> BoxFut<'_, StoreResult<String>> {
         let key = key.to_string();
         Box::pin(async move {

@@ -13,7 +13,6 @@ use futures_util::StreamExt;
 use tokio::sync::broadcast;
 use tokio::time::Instant;
 
-use crate::config::Database;
 use crate::error::{ApiError, ApiResult};
 use crate::http::extract::Visitor;
 use crate::store::{Store, StreamEvent};
@@ -185,7 +184,7 @@ pub async fn widget_stream(
     if v.0.id != *cid {
         return Err(ApiError::not_found());
     }
-    let shared = matches!(st.config.database, Database::Postgres(_));
+    let shared = st.store.shared();
     let last = last_event_id(&req);
     // Subscribe before any read so nothing committed meanwhile is missed.
     let mut cursor = Cursor {
