@@ -302,18 +302,7 @@ pub fn settle(
     inter.response = Some(response);
     inter.answered_at = Some(now_ms);
     inter.updated_at = now_ms;
-    let mut changed = false;
-    if inter.spec.ask {
-        for b in &mut msg.blocks {
-            let s = b.state_mut();
-            if !s.disabled {
-                s.disabled = true;
-                s.reason = Some("used".into());
-                changed = true;
-            }
-        }
-    }
-    changed
+    inter.spec.ask && msg.turn_off("used", |_| true)
 }
 
 /// What an accepted visitor action does, decided before anything is written.
@@ -376,15 +365,8 @@ pub fn decide(
 pub fn close(inter: &mut Interaction, msg: &mut Message, status: &str, reason: &str, now_ms: i64) {
     inter.status = status.into();
     inter.updated_at = now_ms;
-    for b in &mut msg.blocks {
-        if inter.spec.ask || b.block_id() == inter.spec.block_id {
-            let s = b.state_mut();
-            if !s.disabled {
-                s.disabled = true;
-                s.reason = Some(reason.into());
-            }
-        }
-    }
+    let spec = &inter.spec;
+    msg.turn_off(reason, |b| spec.ask || b.block_id() == spec.block_id);
     msg.updated_at = crate::domain::time::rfc3339(now_ms);
 }
 

@@ -70,13 +70,7 @@ pub fn closure_reason(ctx: &Context<'_>, msg: &Message) -> Option<&'static str> 
 /// by time or takeover are shown off with that reason.
 pub fn present(msg: &mut Message, reason: Option<&str>) {
     if let Some(reason) = reason {
-        for b in &mut msg.blocks {
-            let s = b.state_mut();
-            if !s.disabled {
-                s.disabled = true;
-                s.reason = Some(reason.to_string());
-            }
-        }
+        msg.turn_off(reason, |_| true);
     }
 }
 

@@ -92,3 +92,31 @@ pub struct Message {
     #[serde(skip)]
     pub created_ms: i64,
 }
+
+impl Message {
+    /// Turns off every block `which` picks that is still on, with `reason`.
+    /// Returns whether any block changed.
+    pub fn turn_off(&mut self, reason: &str, which: impl Fn(&Block) -> bool) -> bool {
+        let mut changed = false;
+        for b in &mut self.blocks {
+            if !b.state().disabled && which(b) {
+                let s = b.state_mut();
+                s.disabled = true;
+                s.reason = Some(reason.to_string());
+                changed = true;
+            }
+        }
+        changed
+    }
+
+    /// A human took the conversation over: every interactive block turns off
+    /// (`takeover`). Returns whether the message changed (then `updated_at`
+    /// is now).
+    pub fn take_over(&mut self, now_ms: i64) -> bool {
+        let changed = self.turn_off("takeover", Block::is_interactive);
+        if changed {
+            self.updated_at = rfc3339(now_ms);
+        }
+        changed
+    }
+}

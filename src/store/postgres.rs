@@ -628,17 +628,7 @@ impl Store for PostgresStore {
                     &r.try_get::<String, _>(0).map_err(backend)?,
                     r.try_get(1).map_err(backend)?,
                 )?;
-                let mut changed = false;
-                for b in &mut m.blocks {
-                    if !b.state().disabled && b.is_interactive() {
-                        let s = b.state_mut();
-                        s.disabled = true;
-                        s.reason = Some("takeover".into());
-                        changed = true;
-                    }
-                }
-                if changed {
-                    m.updated_at = crate::domain::time::rfc3339(now_ms);
+                if m.take_over(now_ms) {
                     save_message(&mut tx, &m).await?;
                     out.push(
                         append_stream(&mut tx, &cid, "message.updated", message_json(&m)).await?,

@@ -1014,18 +1014,7 @@ impl Store for SqliteStore {
                         })
                         .map_err(backend)?;
                     for mut m in msgs {
-                        let mut changed = false;
-                        for b in &mut m.blocks {
-                            let s = b.state_mut();
-                            if !s.disabled && b.is_interactive() {
-                                let s = b.state_mut();
-                                s.disabled = true;
-                                s.reason = Some("takeover".into());
-                                changed = true;
-                            }
-                        }
-                        if changed {
-                            m.updated_at = crate::domain::time::rfc3339(now_ms);
+                        if m.take_over(now_ms) {
                             save_message(c, &m)?;
                             out.push(append_stream(c, &cid, "message.updated", message_json(&m))?);
                         }
