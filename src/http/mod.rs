@@ -92,6 +92,14 @@ pub fn app(
         .split_for_parts();
     let api = web::Data::new(with_info(api));
     app.app_data(api)
+        .wrap_fn(|req, srv| {
+            use actix_web::dev::Service;
+            use futures_util::future::{Either, ready};
+            match extract::nul_in_url(&req) {
+                Some(e) => Either::Left(ready(Err(e.into()))),
+                None => Either::Right(srv.call(req)),
+            }
+        })
         .app_data(web::QueryConfig::default().error_handler(|e, _| {
             crate::error::ApiError::field("", "invalid_query", e.to_string()).into()
         }))

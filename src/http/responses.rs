@@ -138,6 +138,7 @@ pub async fn apply_reply(
     if now > grant.expires_at {
         return Err(expired("this response_url has expired"));
     }
+    super::extract::refuse_nul(body)?;
     let reply = decide(&grant, body, now)?;
     // A click on a message with `typing_on_interaction` shows typing until
     // the bot answers; this answer ends it.
