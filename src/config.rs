@@ -6,9 +6,35 @@ use std::time::Duration;
 use clap::Args;
 
 use crate::domain::duration;
+use crate::limits::Rate;
 
 fn dur(s: &str) -> Result<Duration, String> {
     duration::parse(s)
+}
+
+fn rate(s: &str) -> Result<Rate, String> {
+    Rate::parse(s)
+}
+
+/// A stream cap as the flag writes it: a number ≥ 1, or `off` (`None`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StreamCap(pub Option<usize>);
+
+fn max_streams(s: &str) -> Result<StreamCap, String> {
+    if s.trim().eq_ignore_ascii_case("off") {
+        return Ok(StreamCap(None));
+    }
+    match s.trim().parse::<usize>() {
+        Ok(n) if n >= 1 => Ok(StreamCap(Some(n))),
+        _ => Err(format!("a stream count is a number ≥ 1 or off, got `{s}`")),
+    }
+}
+
+fn cidr(s: &str) -> Result<ipnet::IpNet, String> {
+    let t = s.trim();
+    t.parse::<ipnet::IpNet>()
+        .or_else(|_| t.parse::<std::net::IpAddr>().map(ipnet::IpNet::from))
+        .map_err(|_| format!("--trusted-proxy is a CIDR like 10.0.0.0/8, got `{s}`"))
 }
 
 #[derive(Debug, Clone, Args)]
@@ -57,6 +83,22 @@ pub struct ServeArgs {
     /// Concurrent deliveries to one chatbot's endpoint.
     #[arg(long, env = "BLOCKHOOK_ENDPOINT_CONCURRENCY", default_value_t = 32)]
     pub endpoint_concurrency: usize,
+    /// New conversations per client IP (`N/s`, `N/min`, `N/h` or `off`).
+    #[arg(long, env = "BLOCKHOOK_LIMIT_CONVERSATIONS", default_value = "30/min", value_parser = rate)]
+    pub limit_conversations: Rate,
+    /// Widget writes (clicks, form submits, messages) per visitor token.
+    #[arg(long, env = "BLOCKHOOK_LIMIT_VISITOR", default_value = "10/s", value_parser = rate)]
+    pub limit_visitor: Rate,
+    /// Requests per chatbot API key on /api/v1.
+    #[arg(long, env = "BLOCKHOOK_LIMIT_API_KEY", default_value = "200/s", value_parser = rate)]
+    pub limit_api_key: Rate,
+    /// Live streams open at once per visitor token (a number or `off`).
+    #[arg(long, env = "BLOCKHOOK_MAX_STREAMS_PER_VISITOR", default_value = "8", value_parser = max_streams)]
+    pub max_streams_per_visitor: StreamCap,
+    /// A proxy whose `X-Forwarded-For` is believed (a CIDR; repeatable;
+    /// comma-separated in the variable).
+    #[arg(long, env = "BLOCKHOOK_TRUSTED_PROXY", value_delimiter = ',', value_parser = cidr)]
+    pub trusted_proxy: Vec<ipnet::IpNet>,
     /// HTTP worker threads (default: one per core but one, at least one;
     /// the SQLite writer and syncer and the delivery runtime use the rest).
     #[arg(long, env = "BLOCKHOOK_HTTP_WORKERS")]
@@ -94,6 +136,11 @@ pub struct Config {
     pub response_url_ttl: Duration,
     pub endpoint_concurrency: usize,
     pub http_workers: usize,
+    pub limit_conversations: Rate,
+    pub limit_visitor: Rate,
+    pub limit_api_key: Rate,
+    pub max_streams_per_visitor: Option<usize>,
+    pub trusted_proxy: Vec<ipnet::IpNet>,
     /// Every thread started after the store runs at [`STORE_FIRST_NICE`]:
     /// see `startup::store_first`. On for `serve`; tests leave their own
     /// threads alone.
@@ -138,6 +185,11 @@ impl TryFrom<ServeArgs> for Config {
             response_url_ttl: a.response_url_ttl,
             endpoint_concurrency: a.endpoint_concurrency.max(1),
             http_workers: a.http_workers.unwrap_or_else(default_http_workers).max(1),
+            limit_conversations: a.limit_conversations,
+            limit_visitor: a.limit_visitor,
+            limit_api_key: a.limit_api_key,
+            max_streams_per_visitor: a.max_streams_per_visitor.0,
+            trusted_proxy: a.trusted_proxy,
             store_first: true,
             quiet: false,
         })

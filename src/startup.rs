@@ -113,12 +113,18 @@ impl Application {
             .unwrap_or_else(|| format!("http://{local}"));
         let state = web::Data::new(AppState {
             store,
-            config,
             admin_token_hash,
             server_key,
             public_url,
             hub,
             metrics: metrics_handle(),
+            limits: crate::limits::Limits::new(
+                config.limit_conversations,
+                config.limit_visitor,
+                config.limit_api_key,
+                config.max_streams_per_visitor,
+            ),
+            config,
         });
         let dispatcher = delivery::spawn(state.clone())?;
         let st = state.clone();

@@ -202,7 +202,10 @@ impl FromRequest for Bot {
             let st = st?;
             let hash = token.ok_or_else(ApiError::unauthorized)?;
             match st.store.chatbot_by_key(&hash).await {
-                Ok(b) => Ok(Bot(b)),
+                Ok(b) => {
+                    super::guard::api_key(&st, &b.id)?;
+                    Ok(Bot(b))
+                }
                 Err(crate::store::StoreError::NotFound) => Err(ApiError::unauthorized()),
                 Err(e) => Err(e.into()),
             }

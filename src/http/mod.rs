@@ -4,6 +4,7 @@ pub mod admin;
 pub mod ask;
 pub mod bot;
 pub mod extract;
+pub mod guard;
 pub mod inbox;
 pub mod messages;
 pub mod ops;
@@ -31,6 +32,8 @@ pub struct AppState {
     pub public_url: String,
     pub hub: Arc<Hub>,
     pub metrics: Option<metrics_exporter_prometheus::PrometheusHandle>,
+    /// The §10 limits of this instance.
+    pub limits: crate::limits::Limits,
 }
 
 impl AppState {
