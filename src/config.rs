@@ -120,8 +120,9 @@ impl ServeArgs {
     }
 }
 
-/// The validated configuration the app runs with.
-#[derive(Debug, Clone)]
+/// The validated configuration the app runs with. Its `Debug` masks the
+/// admin token and the database password.
+#[derive(Clone)]
 pub struct Config {
     pub addr: String,
     pub database: Database,
@@ -148,10 +149,104 @@ pub struct Config {
     pub quiet: bool,
 }
 
-#[derive(Debug, Clone)]
+impl std::fmt::Debug for Config {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Config")
+            .field("addr", &self.addr)
+            .field("database", &self.database)
+            .field("public_url", &self.public_url)
+            .field("admin_token", &self.admin_token.as_ref().map(|_| MASK))
+            .field("allow_private_webhooks", &self.allow_private_webhooks)
+            .field("interactive_window", &self.interactive_window)
+            .field("delivery_timeout", &self.delivery_timeout)
+            .field("retry_min_delay", &self.retry_min_delay)
+            .field("retry_max_delay", &self.retry_max_delay)
+            .field("retry_max_attempts", &self.retry_max_attempts)
+            .field("response_url_ttl", &self.response_url_ttl)
+            .field("endpoint_concurrency", &self.endpoint_concurrency)
+            .field("http_workers", &self.http_workers)
+            .field("limit_conversations", &self.limit_conversations)
+            .field("limit_visitor", &self.limit_visitor)
+            .field("limit_api_key", &self.limit_api_key)
+            .field("max_streams_per_visitor", &self.max_streams_per_visitor)
+            .field("trusted_proxy", &self.trusted_proxy)
+            .finish_non_exhaustive()
+    }
+}
+
+#[derive(Clone)]
 pub enum Database {
     Sqlite(String),
     Postgres(String),
+}
+
+impl Database {
+    /// The store as it may be shown (start line, logs): a PostgreSQL URL's
+    /// password masked.
+    pub fn redacted(&self) -> String {
+        match self {
+            Database::Sqlite(p) => format!("sqlite://{p}"),
+            Database::Postgres(u) => redact_url(u),
+        }
+    }
+}
+
+impl std::fmt::Debug for Database {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.redacted())
+    }
+}
+
+const MASK: &str = "***";
+
+/// A URL with its password — in the userinfo or as a `password=` query
+/// parameter — replaced by `***`. Text that is no URL is masked whole after
+/// its scheme (it could hold anything).
+pub fn redact_url(raw: &str) -> String {
+    let Ok(mut u) = url::Url::parse(raw) else {
+        return match raw.split_once("://") {
+            Some((scheme, _)) => format!("{scheme}://{MASK}"),
+            None => MASK.to_string(),
+        };
+    };
+    if u.password().is_some() {
+        let _ = u.set_password(Some(MASK));
+    }
+    if u.query().is_some() {
+        let pairs: Vec<(String, String)> = u
+            .query_pairs()
+            .map(|(k, v)| {
+                let secret = ["password", "sslpassword", "passfile"].contains(&k.as_ref());
+                (
+                    k.into_owned(),
+                    if secret { MASK.into() } else { v.into_owned() },
+                )
+            })
+            .collect();
+        u.query_pairs_mut().clear().extend_pairs(pairs);
+    }
+    u.to_string()
+}
+
+/// `text` with every occurrence of the password of `url` masked (for error
+/// messages of a driver that may quote its connection string).
+pub fn redact_in(text: &str, url: &str) -> String {
+    let mut out = text.replace(url, &redact_url(url));
+    if let Ok(u) = url::Url::parse(url)
+        && let Some(p) = u.password()
+        && !p.is_empty()
+    {
+        out = out.replace(p, MASK);
+        // As the driver may show it: percent-decoded.
+        let decoded: String = url::form_urlencoded::parse(format!("x={p}").as_bytes())
+            .next()
+            .map(|(_, v)| v.into_owned())
+            .unwrap_or_default();
+        if !decoded.is_empty() {
+            out = out.replace(&decoded, MASK);
+        }
+    }
+    out
 }
 
 impl TryFrom<ServeArgs> for Config {
@@ -165,7 +260,7 @@ impl TryFrom<ServeArgs> for Config {
         } else {
             return Err(format!(
                 "--database must be sqlite://… or postgres://…, got `{}`",
-                a.database
+                redact_url(&a.database)
             ));
         };
         if a.retry_max_attempts == 0 {
@@ -203,4 +298,31 @@ fn default_http_workers() -> usize {
         .map(|n| n.get().saturating_sub(1))
         .unwrap_or(1)
         .max(1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn database_passwords_are_masked() {
+        let url = "postgres://app:s3cr%40t@db.internal:5432/blockhook?sslmode=require";
+        let shown = redact_url(url);
+        assert!(!shown.contains("s3cr"), "{shown}");
+        assert!(
+            shown.contains("app:***@db.internal:5432/blockhook"),
+            "{shown}"
+        );
+        assert!(shown.contains("sslmode=require"), "{shown}");
+        let q = redact_url("postgresql://db/x?user=app&password=hunter2");
+        assert!(!q.contains("hunter2") && q.contains("password=***"), "{q}");
+        assert!(!redact_url("postgres://app:pw@[bad").contains("pw"));
+        let d = format!("{:?}", Database::Postgres(url.into()));
+        assert!(!d.contains("s3cr"), "{d}");
+        let e = redact_in(
+            "error connecting with s3cr@t to postgres://app:s3cr%40t@db",
+            url,
+        );
+        assert!(!e.contains("s3cr"), "{e}");
+    }
 }

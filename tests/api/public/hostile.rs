@@ -229,3 +229,35 @@ async fn ipv6_transition_forms_of_private_addresses_are_refused() {
     }
 }
 }
+
+/// The start line of `blockhook serve` on PostgreSQL names the database
+/// without its password (§10: no credential on the console).
+#[actix_web::test]
+async fn the_start_line_masks_the_database_password() {
+    use tokio::io::AsyncBufReadExt;
+    let url = crate::helpers::fresh_postgres_database().await;
+    let password = url::Url::parse(&url)
+        .ok()
+        .and_then(|u| u.password().map(str::to_string))
+        .expect("the test database URL has a password");
+    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_blockhook"))
+        .args(["serve", "--addr", "127.0.0.1:0", "--database", &url])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .stdin(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("start blockhook");
+    let stdout = child.stdout.take().expect("stdout");
+    let mut lines = tokio::io::BufReader::new(stdout).lines();
+    let line = tokio::time::timeout(std::time::Duration::from_secs(60), lines.next_line())
+        .await
+        .expect("a start line")
+        .expect("read")
+        .expect("a line");
+    let _ = child.start_kill();
+    let _ = child.wait().await;
+    assert!(line.contains("listening"), "{line}");
+    assert!(line.contains(":***@"), "{line}");
+    assert!(!line.contains(&format!(":{password}@")), "{line}");
+}
