@@ -42,7 +42,7 @@ pub async fn run() -> Result<i32, String> {
 
 async fn serve(args: ServeArgs) -> Result<i32, String> {
     let config = Config::try_from(args)?;
-    let db = format!("{:?}", config.database);
+    let db = config.database.redacted();
     let app = crate::startup::Application::build(config).await?;
     println!(
         "blockhook listening on http://127.0.0.1:{} (public url {}; database {db})",

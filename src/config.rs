@@ -6,9 +6,35 @@ use std::time::Duration;
 use clap::Args;
 
 use crate::domain::duration;
+use crate::limits::Rate;
 
 fn dur(s: &str) -> Result<Duration, String> {
     duration::parse(s)
+}
+
+fn rate(s: &str) -> Result<Rate, String> {
+    Rate::parse(s)
+}
+
+/// A stream cap as the flag writes it: a number ≥ 1, or `off` (`None`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StreamCap(pub Option<usize>);
+
+fn max_streams(s: &str) -> Result<StreamCap, String> {
+    if s.trim().eq_ignore_ascii_case("off") {
+        return Ok(StreamCap(None));
+    }
+    match s.trim().parse::<usize>() {
+        Ok(n) if n >= 1 => Ok(StreamCap(Some(n))),
+        _ => Err(format!("a stream count is a number ≥ 1 or off, got `{s}`")),
+    }
+}
+
+fn cidr(s: &str) -> Result<ipnet::IpNet, String> {
+    let t = s.trim();
+    t.parse::<ipnet::IpNet>()
+        .or_else(|_| t.parse::<std::net::IpAddr>().map(ipnet::IpNet::from))
+        .map_err(|_| format!("--trusted-proxy is a CIDR like 10.0.0.0/8, got `{s}`"))
 }
 
 #[derive(Debug, Clone, Args)]
@@ -57,6 +83,22 @@ pub struct ServeArgs {
     /// Concurrent deliveries to one chatbot's endpoint.
     #[arg(long, env = "BLOCKHOOK_ENDPOINT_CONCURRENCY", default_value_t = 32)]
     pub endpoint_concurrency: usize,
+    /// New conversations per client IP (`N/s`, `N/min`, `N/h` or `off`).
+    #[arg(long, env = "BLOCKHOOK_LIMIT_CONVERSATIONS", default_value = "30/min", value_parser = rate)]
+    pub limit_conversations: Rate,
+    /// Widget writes (clicks, form submits, messages) per visitor token.
+    #[arg(long, env = "BLOCKHOOK_LIMIT_VISITOR", default_value = "10/s", value_parser = rate)]
+    pub limit_visitor: Rate,
+    /// Requests per chatbot API key on /api/v1.
+    #[arg(long, env = "BLOCKHOOK_LIMIT_API_KEY", default_value = "200/s", value_parser = rate)]
+    pub limit_api_key: Rate,
+    /// Live streams open at once per visitor token (a number or `off`).
+    #[arg(long, env = "BLOCKHOOK_MAX_STREAMS_PER_VISITOR", default_value = "8", value_parser = max_streams)]
+    pub max_streams_per_visitor: StreamCap,
+    /// A proxy whose `X-Forwarded-For` is believed (a CIDR; repeatable;
+    /// comma-separated in the variable).
+    #[arg(long, env = "BLOCKHOOK_TRUSTED_PROXY", value_delimiter = ',', value_parser = cidr)]
+    pub trusted_proxy: Vec<ipnet::IpNet>,
     /// HTTP worker threads (default: one per core but one, at least one;
     /// the SQLite writer and syncer and the delivery runtime use the rest).
     #[arg(long, env = "BLOCKHOOK_HTTP_WORKERS")]
@@ -78,8 +120,9 @@ impl ServeArgs {
     }
 }
 
-/// The validated configuration the app runs with.
-#[derive(Debug, Clone)]
+/// The validated configuration the app runs with. Its `Debug` masks the
+/// admin token and the database password.
+#[derive(Clone)]
 pub struct Config {
     pub addr: String,
     pub database: Database,
@@ -94,6 +137,11 @@ pub struct Config {
     pub response_url_ttl: Duration,
     pub endpoint_concurrency: usize,
     pub http_workers: usize,
+    pub limit_conversations: Rate,
+    pub limit_visitor: Rate,
+    pub limit_api_key: Rate,
+    pub max_streams_per_visitor: Option<usize>,
+    pub trusted_proxy: Vec<ipnet::IpNet>,
     /// Every thread started after the store runs at [`STORE_FIRST_NICE`]:
     /// see `startup::store_first`. On for `serve`; tests leave their own
     /// threads alone.
@@ -101,10 +149,104 @@ pub struct Config {
     pub quiet: bool,
 }
 
-#[derive(Debug, Clone)]
+impl std::fmt::Debug for Config {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Config")
+            .field("addr", &self.addr)
+            .field("database", &self.database)
+            .field("public_url", &self.public_url)
+            .field("admin_token", &self.admin_token.as_ref().map(|_| MASK))
+            .field("allow_private_webhooks", &self.allow_private_webhooks)
+            .field("interactive_window", &self.interactive_window)
+            .field("delivery_timeout", &self.delivery_timeout)
+            .field("retry_min_delay", &self.retry_min_delay)
+            .field("retry_max_delay", &self.retry_max_delay)
+            .field("retry_max_attempts", &self.retry_max_attempts)
+            .field("response_url_ttl", &self.response_url_ttl)
+            .field("endpoint_concurrency", &self.endpoint_concurrency)
+            .field("http_workers", &self.http_workers)
+            .field("limit_conversations", &self.limit_conversations)
+            .field("limit_visitor", &self.limit_visitor)
+            .field("limit_api_key", &self.limit_api_key)
+            .field("max_streams_per_visitor", &self.max_streams_per_visitor)
+            .field("trusted_proxy", &self.trusted_proxy)
+            .finish_non_exhaustive()
+    }
+}
+
+#[derive(Clone)]
 pub enum Database {
     Sqlite(String),
     Postgres(String),
+}
+
+impl Database {
+    /// The store as it may be shown (start line, logs): a PostgreSQL URL's
+    /// password masked.
+    pub fn redacted(&self) -> String {
+        match self {
+            Database::Sqlite(p) => format!("sqlite://{p}"),
+            Database::Postgres(u) => redact_url(u),
+        }
+    }
+}
+
+impl std::fmt::Debug for Database {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.redacted())
+    }
+}
+
+const MASK: &str = "***";
+
+/// A URL with its password — in the userinfo or as a `password=` query
+/// parameter — replaced by `***`. Text that is no URL is masked whole after
+/// its scheme (it could hold anything).
+pub fn redact_url(raw: &str) -> String {
+    let Ok(mut u) = url::Url::parse(raw) else {
+        return match raw.split_once("://") {
+            Some((scheme, _)) => format!("{scheme}://{MASK}"),
+            None => MASK.to_string(),
+        };
+    };
+    if u.password().is_some() {
+        let _ = u.set_password(Some(MASK));
+    }
+    if u.query().is_some() {
+        let pairs: Vec<(String, String)> = u
+            .query_pairs()
+            .map(|(k, v)| {
+                let secret = ["password", "sslpassword", "passfile"].contains(&k.as_ref());
+                (
+                    k.into_owned(),
+                    if secret { MASK.into() } else { v.into_owned() },
+                )
+            })
+            .collect();
+        u.query_pairs_mut().clear().extend_pairs(pairs);
+    }
+    u.to_string()
+}
+
+/// `text` with every occurrence of the password of `url` masked (for error
+/// messages of a driver that may quote its connection string).
+pub fn redact_in(text: &str, url: &str) -> String {
+    let mut out = text.replace(url, &redact_url(url));
+    if let Ok(u) = url::Url::parse(url)
+        && let Some(p) = u.password()
+        && !p.is_empty()
+    {
+        out = out.replace(p, MASK);
+        // As the driver may show it: percent-decoded.
+        let decoded: String = url::form_urlencoded::parse(format!("x={p}").as_bytes())
+            .next()
+            .map(|(_, v)| v.into_owned())
+            .unwrap_or_default();
+        if !decoded.is_empty() {
+            out = out.replace(&decoded, MASK);
+        }
+    }
+    out
 }
 
 impl TryFrom<ServeArgs> for Config {
@@ -118,7 +260,7 @@ impl TryFrom<ServeArgs> for Config {
         } else {
             return Err(format!(
                 "--database must be sqlite://… or postgres://…, got `{}`",
-                a.database
+                redact_url(&a.database)
             ));
         };
         if a.retry_max_attempts == 0 {
@@ -138,6 +280,11 @@ impl TryFrom<ServeArgs> for Config {
             response_url_ttl: a.response_url_ttl,
             endpoint_concurrency: a.endpoint_concurrency.max(1),
             http_workers: a.http_workers.unwrap_or_else(default_http_workers).max(1),
+            limit_conversations: a.limit_conversations,
+            limit_visitor: a.limit_visitor,
+            limit_api_key: a.limit_api_key,
+            max_streams_per_visitor: a.max_streams_per_visitor.0,
+            trusted_proxy: a.trusted_proxy,
             store_first: true,
             quiet: false,
         })
@@ -151,4 +298,31 @@ fn default_http_workers() -> usize {
         .map(|n| n.get().saturating_sub(1))
         .unwrap_or(1)
         .max(1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn database_passwords_are_masked() {
+        let url = "postgres://app:s3cr%40t@db.internal:5432/blockhook?sslmode=require";
+        let shown = redact_url(url);
+        assert!(!shown.contains("s3cr"), "{shown}");
+        assert!(
+            shown.contains("app:***@db.internal:5432/blockhook"),
+            "{shown}"
+        );
+        assert!(shown.contains("sslmode=require"), "{shown}");
+        let q = redact_url("postgresql://db/x?user=app&password=hunter2");
+        assert!(!q.contains("hunter2") && q.contains("password=***"), "{q}");
+        assert!(!redact_url("postgres://app:pw@[bad").contains("pw"));
+        let d = format!("{:?}", Database::Postgres(url.into()));
+        assert!(!d.contains("s3cr"), "{d}");
+        let e = redact_in(
+            "error connecting with s3cr@t to postgres://app:s3cr%40t@db",
+            url,
+        );
+        assert!(!e.contains("s3cr"), "{e}");
+    }
 }

@@ -17,6 +17,12 @@ pub enum ApiError {
     },
     #[error("the request has invalid fields")]
     Validation(Vec<FieldError>),
+    /// Over a rate limit (§10): 429 with `Retry-After` in whole seconds.
+    #[error("rate limited; retry after {retry_after_secs} s")]
+    RateLimited {
+        retry_after_secs: u64,
+        detail: String,
+    },
     #[error("internal error: {0}")]
     Internal(String),
 }
@@ -64,6 +70,14 @@ impl ApiError {
     pub fn field(field: impl Into<String>, code: &'static str, message: impl Into<String>) -> Self {
         ApiError::Validation(vec![FieldError::new(field, code, message)])
     }
+    /// 429 `rate_limited`; `retry_after` is rounded up to whole seconds, at least 1.
+    pub fn rate_limited(retry_after: std::time::Duration, detail: impl Into<String>) -> Self {
+        let secs = retry_after.as_secs() + u64::from(retry_after.subsec_nanos() > 0);
+        ApiError::RateLimited {
+            retry_after_secs: secs.max(1),
+            detail: detail.into(),
+        }
+    }
     pub fn internal(e: impl std::fmt::Display) -> Self {
         ApiError::Internal(e.to_string())
     }
@@ -71,6 +85,7 @@ impl ApiError {
         match self {
             ApiError::Problem { status, .. } => *status,
             ApiError::Validation(_) => StatusCode::UNPROCESSABLE_ENTITY,
+            ApiError::RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
             ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -78,6 +93,7 @@ impl ApiError {
         match self {
             ApiError::Problem { code, .. } => code,
             ApiError::Validation(_) => "validation_failed",
+            ApiError::RateLimited { .. } => "rate_limited",
             ApiError::Internal(_) => "internal_error",
         }
     }
@@ -108,6 +124,7 @@ impl ResponseError for ApiError {
                 format!("{} field(s) failed validation", errs.len()),
                 Some(errs.as_slice()),
             ),
+            ApiError::RateLimited { detail, .. } => ("Rate limited", detail.clone(), None),
             ApiError::Internal(e) => {
                 tracing::error!(error = %e, "internal error");
                 (
@@ -126,8 +143,14 @@ impl ResponseError for ApiError {
             code,
             errors,
         };
-        HttpResponse::build(self.status())
-            .content_type("application/problem+json")
+        let mut out = HttpResponse::build(self.status());
+        if let ApiError::RateLimited {
+            retry_after_secs, ..
+        } = self
+        {
+            out.insert_header(("Retry-After", retry_after_secs.to_string()));
+        }
+        out.content_type("application/problem+json")
             .body(serde_json::to_vec(&body).unwrap_or_default())
     }
 }

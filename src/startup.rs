@@ -54,11 +54,15 @@ pub async fn open_store(config: &Config, hub: Arc<Hub>) -> Result<Arc<dyn Store>
         Database::Sqlite(path) => Ok(Arc::new(
             SqliteStore::open(path, hub).map_err(|e| e.to_string())?,
         )),
-        Database::Postgres(url) => Ok(Arc::new(
-            PostgresStore::connect(url, hub)
-                .await
-                .map_err(|e| format!("cannot open {url}: {e}"))?,
-        )),
+        Database::Postgres(url) => Ok(Arc::new(PostgresStore::connect(url, hub).await.map_err(
+            |e| {
+                format!(
+                    "cannot open {}: {}",
+                    config.database.redacted(),
+                    crate::config::redact_in(&e.to_string(), url)
+                )
+            },
+        )?)),
     }
 }
 
@@ -113,12 +117,18 @@ impl Application {
             .unwrap_or_else(|| format!("http://{local}"));
         let state = web::Data::new(AppState {
             store,
-            config,
             admin_token_hash,
             server_key,
             public_url,
             hub,
             metrics: metrics_handle(),
+            limits: crate::limits::Limits::new(
+                config.limit_conversations,
+                config.limit_visitor,
+                config.limit_api_key,
+                config.max_streams_per_visitor,
+            ),
+            config,
         });
         let dispatcher = delivery::spawn(state.clone().into_inner())?;
         let st = state.clone();

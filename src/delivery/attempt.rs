@@ -131,14 +131,13 @@ pub fn failure_next(st: &Services, number: u32, retry_after: Option<Duration>) -
     if number >= cfg.retry_max_attempts {
         return AttemptNext::Dead;
     }
-    let d = retry_after.unwrap_or_else(|| {
-        retry::delay(
-            number,
-            cfg.retry_min_delay,
-            cfg.retry_max_delay,
-            rand::random(),
-        )
-    });
+    let d = retry::next_delay(
+        number,
+        cfg.retry_min_delay,
+        cfg.retry_max_delay,
+        rand::random(),
+        retry_after,
+    );
     AttemptNext::RetryAt(now_ms() + d.as_millis() as i64)
 }
 

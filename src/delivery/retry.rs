@@ -24,6 +24,24 @@ pub fn delay(attempts_made: u32, min: Duration, max: Duration, seed: u64) -> Dur
     b.nth(n - 1).unwrap_or(max).min(max)
 }
 
+/// Delay before attempt `attempts_made + 1` when the receiver may have
+/// asked for one with `Retry-After` (§4): the longer of the backoff's own
+/// delay and `Retry-After` capped at `max`, so a receiver can stretch the
+/// schedule but never shorten it.
+pub fn next_delay(
+    attempts_made: u32,
+    min: Duration,
+    max: Duration,
+    seed: u64,
+    retry_after: Option<Duration>,
+) -> Duration {
+    let backoff = delay(attempts_made, min, max, seed);
+    match retry_after {
+        Some(r) => backoff.max(r.min(max)),
+        None => backoff,
+    }
+}
+
 /// A `Retry-After` value (seconds, or an HTTP date) clamped to `max`.
 pub fn retry_after(value: &str, now: std::time::SystemTime, max: Duration) -> Option<Duration> {
     let v = value.trim();
@@ -92,6 +110,30 @@ mod tests {
         let later = now + Duration::from_secs(3600);
         let d = retry_after("Wed, 21 Oct 2015 07:28:00 GMT", later, MAX);
         assert_eq!(d, Some(Duration::ZERO));
+    }
+
+    #[test]
+    fn retry_after_never_shortens_the_schedule() {
+        for seed in 0..20 {
+            for n in 1..=11u32 {
+                let backoff = delay(n, MIN, MAX, seed);
+                for ra in [0, 1, 3] {
+                    let d = next_delay(n, MIN, MAX, seed, Some(Duration::from_secs(ra)));
+                    assert_eq!(d, backoff, "n={n} retry-after={ra}");
+                }
+                let long = next_delay(n, MIN, MAX, seed, Some(Duration::from_secs(86400 * 5)));
+                assert_eq!(long, MAX);
+            }
+        }
+        // Retry-After longer than the backoff (but under the cap) is honoured.
+        let d = next_delay(1, MIN, MAX, 3, Some(Duration::from_secs(600)));
+        assert_eq!(d, Duration::from_secs(600));
+        // The whole default schedule still spans about two days when every
+        // answer says `Retry-After: 0`.
+        let total: f64 = (1..12u32)
+            .map(|n| next_delay(n, MIN, MAX, 7, Some(Duration::ZERO)).as_secs_f64())
+            .sum();
+        assert!(total > 36.0 * 3600.0, "{total}");
     }
 
     #[test]

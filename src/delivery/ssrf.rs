@@ -8,12 +8,35 @@ pub fn is_private(ip: IpAddr) -> bool {
     match ip {
         IpAddr::V4(v4) => is_private_v4(v4),
         IpAddr::V6(v6) => {
-            if let Some(v4) = v6.to_ipv4_mapped() {
+            if let Some(v4) = embedded_v4(v6) {
                 return is_private_v4(v4);
             }
             is_private_v6(v6)
         }
     }
+}
+
+/// The IPv4 address an IPv6 transition form carries, when the packet would
+/// reach it: IPv4-mapped `::ffff:a.b.c.d`, IPv4-compatible `::a.b.c.d`,
+/// NAT64 `64:ff9b::a.b.c.d` (RFC 6052) and 6to4 `2002:AABB:CCDD::/48`
+/// (RFC 3056).
+fn embedded_v4(ip: Ipv6Addr) -> Option<Ipv4Addr> {
+    let s = ip.segments();
+    let low = |hi: u16, lo: u16| Ipv4Addr::from(((hi as u32) << 16) | lo as u32);
+    if let Some(v4) = ip.to_ipv4_mapped() {
+        return Some(v4);
+    }
+    // `::` and `::1` are themselves (unspecified, loopback): private below.
+    if s[..6] == [0; 6] && (s[6] != 0 || s[7] > 1) {
+        return Some(low(s[6], s[7]));
+    }
+    if s[..6] == [0x64, 0xff9b, 0, 0, 0, 0] {
+        return Some(low(s[6], s[7]));
+    }
+    if s[0] == 0x2002 {
+        return Some(low(s[1], s[2]));
+    }
+    None
 }
 
 fn is_private_v4(ip: Ipv4Addr) -> bool {
@@ -40,6 +63,11 @@ fn is_private_v6(ip: Ipv6Addr) -> bool {
         || (s[0] & 0xFE00) == 0xFC00 // unique local fc00::/7
         || (s[0] & 0xFFC0) == 0xFE80 // link-local fe80::/10
         || (s[0] == 0xfd00 && s[1] == 0x0ec2) // AWS metadata fd00:ec2::254
+        || (s[0] & 0xFFC0) == 0xFEC0 // deprecated site-local fec0::/10
+        || (s[0] == 0x64 && s[1] == 0xff9b && s[2] == 1) // local-use NAT64 64:ff9b:1::/48
+        || (s[0] == 0x2001 && s[1] == 0) // Teredo 2001::/32: tunnels to any IPv4 address
+        || (s[0] == 0x2001 && s[1] == 0x0db8) // documentation 2001:db8::/32
+        || (s[0] == 0x0100 && s[1..4] == [0, 0, 0]) // discard 100::/64
 }
 
 /// Why a URL may not be used as a webhook, if it may not.
@@ -64,12 +92,34 @@ impl std::error::Error for Refusal {}
 
 /// Parses a webhook URL (http or https, with a host).
 pub fn parse_url(raw: &str) -> Result<url::Url, Refusal> {
+    // The URL parser drops tabs and line breaks and skips extra slashes;
+    // the text as given must already be clean.
+    if raw.chars().any(|c| c.is_control() || c.is_whitespace()) {
+        return Err(Refusal::Invalid(
+            "the url must not contain control characters or spaces".into(),
+        ));
+    }
     let u = url::Url::parse(raw).map_err(|e| Refusal::Invalid(e.to_string()))?;
     if u.scheme() != "http" && u.scheme() != "https" {
         return Err(Refusal::Invalid("the scheme must be http or https".into()));
     }
-    if u.host_str().is_none_or(str::is_empty) {
-        return Err(Refusal::Invalid("the url needs a host".into()));
+    let after_scheme = raw
+        .split_once(':')
+        .map_or("", |(_, rest)| rest)
+        .trim_start_matches(['/', '\\']);
+    let authority_given = raw.len() - after_scheme.len() == u.scheme().len() + 3;
+    if !authority_given || u.host_str().is_none_or(str::is_empty) {
+        return Err(Refusal::Invalid(
+            "the url needs a host: scheme://host[:port]/path".into(),
+        ));
+    }
+    if !u.username().is_empty() || u.password().is_some() {
+        return Err(Refusal::Invalid(
+            "the url must not carry a user name or password".into(),
+        ));
+    }
+    if u.port() == Some(0) {
+        return Err(Refusal::Invalid("port 0 is not a port".into()));
     }
     Ok(u)
 }
@@ -199,10 +249,34 @@ mod tests {
             "fd00::1",
             "::ffff:127.0.0.1",
             "100.64.0.1",
+            // IPv6 transition forms of private IPv4 addresses.
+            "::127.0.0.1",
+            "::a9fe:a9fe",
+            "::10.0.0.1",
+            "::ffff:a9fe:a9fe",
+            "64:ff9b::a9fe:a9fe",
+            "64:ff9b::7f00:1",
+            "64:ff9b:1::a00:1",
+            "64:ff9b:1::5db8:d822",
+            "2002:7f00:1::",
+            "2002:a9fe:a9fe::",
+            "2002:c0a8:101::1",
+            "2001:0:4136:e378:8000:63bf:3fff:fdd2",
+            "2001::1",
+            "fec0::1",
+            "2001:db8::1",
         ] {
             assert!(is_private(ip.parse().unwrap()), "{ip}");
         }
-        for ip in ["93.184.216.34", "8.8.8.8", "2606:4700::1111"] {
+        for ip in [
+            "93.184.216.34",
+            "8.8.8.8",
+            "2606:4700::1111",
+            "64:ff9b::808:808",
+            "2002:808:808::1",
+            "::8.8.8.8",
+            "2001:4860:4860::8888",
+        ] {
             assert!(!is_private(ip.parse().unwrap()), "{ip}");
         }
     }
@@ -233,6 +307,46 @@ mod tests {
         assert!(check_literal("http://169.254.169.254/latest", true).is_ok());
         assert!(check_literal("https://93.184.216.34/x", false).is_ok());
         assert!(check_literal("https://hooks.example.com/x", false).is_ok());
+    }
+
+    #[test]
+    fn literal_check_refuses_transition_forms() {
+        for u in [
+            "http://[::127.0.0.1]/x",
+            "http://[::a9fe:a9fe]/x",
+            "http://[64:ff9b::a9fe:a9fe]/x",
+            "http://[64:ff9b:1::a00:1]/x",
+            "http://[2002:7f00:1::]/x",
+            "http://[2002:a9fe:a9fe::]/x",
+            "http://[2001::1]/x",
+            "http://[::ffff:127.0.0.1]/x",
+        ] {
+            assert!(
+                matches!(check_literal(u, false), Err(Refusal::Private(_))),
+                "{u}"
+            );
+        }
+    }
+
+    #[test]
+    fn refuses_malformed_urls() {
+        for u in [
+            "http://example.com/a\r\nX-Injected: 1",
+            "http://example.com/a\nb",
+            "http://exa\tmple.com/",
+            "http://example.com:0/x",
+            "http:///x",
+            "http:/x.example.com/",
+            "https:example.com/",
+            "http://user:pass@example.com/x",
+            "http://user@example.com/x",
+            "http://:pass@example.com/x",
+            "http:// example.com/",
+        ] {
+            assert!(matches!(parse_url(u), Err(Refusal::Invalid(_))), "{u}");
+        }
+        assert!(parse_url("https://hooks.example.com:8443/a?b=c").is_ok());
+        assert!(parse_url("http://[2606:4700::1111]/x").is_ok());
     }
 
     #[tokio::test]

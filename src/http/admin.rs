@@ -28,23 +28,20 @@ pub fn new_signing_secret() -> String {
     )
 }
 
+/// The shortest and longest `retention` (§10).
+pub const RETENTION_MIN: Duration = Duration::from_secs(1);
+pub const RETENTION_MAX: Duration = Duration::from_secs(3650 * 86400);
+
 fn retention(body: &Value, errors: &mut Vec<FieldError>) -> Option<Duration> {
     let v = body.get("retention")?;
-    match crate::domain::duration::from_json(v) {
-        Ok(d) if d.as_millis() > 0 => Some(d),
-        Ok(_) => {
-            errors.push(FieldError::new(
-                "/retention",
-                "too_small",
-                "retention must be positive",
-            ));
-            None
-        }
-        Err(e) => {
-            errors.push(FieldError::new("/retention", "invalid_duration", e));
-            None
-        }
-    }
+    let (code, message) = match crate::domain::duration::from_json(v) {
+        Ok(d) if d < RETENTION_MIN => ("too_small", "retention is at least 1s".to_string()),
+        Ok(d) if d > RETENTION_MAX => ("too_large", "retention is at most 3650d".to_string()),
+        Ok(d) => return Some(d),
+        Err(e) => ("invalid_duration", e),
+    };
+    errors.push(FieldError::new("/retention", code, message));
+    None
 }
 
 fn unknown_keys(body: &Value, allowed: &[&str], errors: &mut Vec<FieldError>) {

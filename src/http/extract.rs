@@ -96,9 +96,53 @@ impl FromRequest for JsonBody {
                     "the body must be a JSON object",
                 ));
             }
+            refuse_nul(&v)?;
             Ok(JsonBody(v))
         })
     }
+}
+
+/// A 422 pointing at the first string or key of `v` with a NUL character.
+pub fn refuse_nul(v: &Value) -> Result<(), ApiError> {
+    match crate::domain::text::first_nul(v) {
+        None => Ok(()),
+        Some(pointer) => Err(ApiError::field(
+            pointer,
+            "invalid_text",
+            "text must not contain the NUL character (U+0000)",
+        )),
+    }
+}
+
+/// Refuses a request whose path or query holds a NUL character (`%00`),
+/// before any handler or store sees it: in the path it cannot name
+/// anything (404); in the query it is a 422 pointing at the parameter.
+pub fn nul_in_url(req: &actix_web::dev::ServiceRequest) -> Option<ApiError> {
+    let has_nul = |s: &str| {
+        s.as_bytes()
+            .windows(3)
+            .any(|w| w[0] == b'%' && w[1] == b'0' && w[2] == b'0')
+    };
+    if has_nul(req.path()) {
+        return Some(ApiError::not_found());
+    }
+    let q = req.query_string();
+    if !has_nul(q) {
+        return None;
+    }
+    let errors: Vec<_> = url::form_urlencoded::parse(q.as_bytes())
+        .filter(|(k, v)| k.contains('\0') || v.contains('\0'))
+        .map(|(k, _)| {
+            let mut pointer = String::from("/");
+            pointer.push_str(&k.replace('\0', "\\u0000"));
+            crate::error::FieldError::new(
+                pointer,
+                "invalid_text",
+                "text must not contain the NUL character (U+0000)",
+            )
+        })
+        .collect();
+    (!errors.is_empty()).then_some(ApiError::Validation(errors))
 }
 
 /// The credential of `Authorization: Bearer …` (the scheme is
@@ -158,7 +202,10 @@ impl FromRequest for Bot {
             let st = st?;
             let hash = token.ok_or_else(ApiError::unauthorized)?;
             match st.store.chatbot_by_key(&hash).await {
-                Ok(b) => Ok(Bot(b)),
+                Ok(b) => {
+                    super::guard::api_key(&st, &b.id)?;
+                    Ok(Bot(b))
+                }
                 Err(crate::store::StoreError::NotFound) => Err(ApiError::unauthorized()),
                 Err(e) => Err(e.into()),
             }

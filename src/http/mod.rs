@@ -4,6 +4,7 @@ pub mod admin;
 pub mod ask;
 pub mod bot;
 pub mod extract;
+pub mod guard;
 pub mod inbox;
 pub mod ops;
 pub mod pages;

@@ -50,10 +50,12 @@ pub fn view(st: &AppState, conv: &Conversation, retention_ms: i64, mut msg: Mess
 #[utoipa::path(tag = "widget", request_body = Object, responses((status = 201, description = "conversation_id, visitor, visitor_token"), (status = 404, description = "not_found")))]
 #[post("/widget/v1/chatbots/{chatbot_id}/conversations")]
 async fn create_conversation(
+    req: actix_web::HttpRequest,
     st: web::Data<AppState>,
     chatbot_id: web::Path<String>,
     body: JsonBody,
 ) -> ApiResult<HttpResponse> {
+    super::guard::conversation(&st, &req)?;
     let bot = st.store.get_chatbot(&chatbot_id).await?;
     let display_name = match body.0.get("display_name") {
         None | Some(Value::Null) => {
@@ -146,6 +148,7 @@ async fn post_message(
     body: JsonBody,
 ) -> ApiResult<HttpResponse> {
     own(&v, &cid)?;
+    super::guard::visitor_write(&st, &v.0.id)?;
     let mut errors = Vec::new();
     for k in body
         .0
@@ -338,6 +341,7 @@ async fn click(
     mid: web::Path<String>,
     body: JsonBody,
 ) -> ApiResult<HttpResponse> {
+    super::guard::visitor_write(&st, &v.0.id)?;
     let Value::Object(body) = body.0 else {
         return Err(ApiError::field(
             "",
@@ -409,6 +413,7 @@ async fn submit_form(
     body: JsonBody,
 ) -> ApiResult<HttpResponse> {
     let (mid, form_id) = path.into_inner();
+    super::guard::visitor_write(&st, &v.0.id)?;
     let Value::Object(body) = body.0 else {
         return Err(ApiError::field(
             "",

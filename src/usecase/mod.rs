@@ -24,6 +24,8 @@ pub struct Services {
     pub public_url: String,
     pub hub: Arc<Hub>,
     pub metrics: Option<metrics_exporter_prometheus::PrometheusHandle>,
+    /// The §10 limits of this instance.
+    pub limits: crate::limits::Limits,
 }
 
 impl Services {

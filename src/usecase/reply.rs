@@ -122,6 +122,13 @@ pub async fn apply_reply(
     if now > grant.expires_at {
         return Err(expired("this response_url has expired"));
     }
+    if let Some(pointer) = crate::domain::text::first_nul(body) {
+        return Err(ApiError::field(
+            pointer,
+            "invalid_text",
+            "text must not contain the NUL character (U+0000)",
+        ));
+    }
     let reply = decide(&grant, body, now)?;
     // A click on a message with `typing_on_interaction` shows typing until
     // the bot answers; this answer ends it.

@@ -39,6 +39,12 @@ pub fn test_config(dir: &tempfile::TempDir) -> Config {
     args.retry_min_delay = Duration::from_millis(100);
     args.retry_max_delay = Duration::from_millis(400);
     args.delivery_timeout = Duration::from_secs(2);
+    // The §10 limits are off unless a test sets them (tests/api/public).
+    let off = blockhook::limits::Rate::Off;
+    args.limit_conversations = off;
+    args.limit_visitor = off;
+    args.limit_api_key = off;
+    args.max_streams_per_visitor = blockhook::config::StreamCap(None);
     let mut config = Config::try_from(args).expect("config");
     // The test process's own threads keep their priority.
     config.store_first = false;

@@ -20,7 +20,12 @@ use crate::usecase::Services as AppState;
 
 /// Entries read from the store at a time (a replay pages through all).
 const PAGE: usize = 500;
-const KEEP_ALIVE: Duration = Duration::from_secs(15);
+/// A comment line this long after the last bytes sent. It is also how a
+/// closed connection is found: the server notices a peer that went away
+/// only when a write to it fails (the first write after the close draws a
+/// reset, the next fails), so an idle stream's place and descriptor are
+/// freed within about two of these.
+const KEEP_ALIVE: Duration = Duration::from_secs(2);
 /// With several instances (PostgreSQL) an entry may be committed by another
 /// process whose in-memory signal never reaches this one: look in the store
 /// this often as well.
@@ -50,6 +55,8 @@ struct Cursor {
     last_write: Instant,
     /// When the store was last looked at for other instances' entries.
     last_poll: Instant,
+    /// This stream's place among the visitor's streams.
+    _slot: crate::limits::StreamSlot,
 }
 
 impl Cursor {
@@ -123,7 +130,7 @@ impl Cursor {
             match tokio::time::timeout_at(wake, self.rx.recv()).await {
                 Err(_) => {
                     if Instant::now() >= keep_alive_at {
-                        return Some(Bytes::from_static(b": keep-alive\n\n"));
+                        return Some(Bytes::from_static(b":\n\n"));
                     }
                     self.last_poll = Instant::now();
                     if let Some(after) = self.last_seq {
@@ -184,6 +191,9 @@ pub async fn widget_stream(
     if v.0.id != *cid {
         return Err(ApiError::not_found());
     }
+    // Held by the stream's body: dropped, and the place freed, when the
+    // connection ends.
+    let slot = crate::http::guard::stream(&st, &v.0.id)?;
     let shared = st.store.shared();
     let last = last_event_id(&req);
     // Subscribe before any read so nothing committed meanwhile is missed.
@@ -197,6 +207,7 @@ pub async fn widget_stream(
         poll: shared.then_some(SHARED_POLL),
         last_write: Instant::now(),
         last_poll: Instant::now(),
+        _slot: slot,
     };
     if shared && last.is_none() {
         // Polling needs a starting point: the newest stored entry.

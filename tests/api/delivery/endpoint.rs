@@ -204,3 +204,26 @@ async fn a_chatbot_edited_by_another_connection_is_seen_by_the_next_click() {
     );
 }
 }
+
+store_test! {
+async fn ipv6_transition_forms_are_refused_at_send_time() {
+    let app = spawn_app_with(|c| {
+        c.allow_private_webhooks = false;
+        c.retry_min_delay = Duration::from_secs(600);
+        c.retry_max_delay = Duration::from_secs(600);
+    })
+    .await;
+    let bot = app.create_bot("http://93.184.216.34/hook").await;
+    // NAT64 of 127.0.0.1, behind the API's back.
+    set_url_in_store(&app, &bot.id, "http://[64:ff9b::7f00:1]:9/hook").await;
+    conversation_with_click(&app, &bot).await;
+    let id = super::super::event_ids_in_order(&app, &bot).await.remove(0);
+    let e = app
+        .wait_event(&bot, &id, Duration::from_secs(5), |e| {
+            !attempt_codes(e).is_empty()
+        })
+        .await;
+    let err = e["attempts"][0]["error"].as_str().unwrap_or_default();
+    assert!(err.starts_with("E_PRIVATE_ADDRESS"), "{err}");
+}
+}

@@ -1,0 +1,5 @@
+//! The public internet (§10): rate limits, stream caps, hostile input and
+//! the defects a probe found — each with the answer the contract asks for.
+
+mod hostile;
+mod limits;
