@@ -29,11 +29,13 @@ pub struct ServeArgs {
     /// Admin token; generated, stored and printed once on first start if unset.
     #[arg(long, env = "BLOCKHOOK_ADMIN_TOKEN")]
     pub admin_token: Option<String>,
-    /// Allow webhook URLs on loopback, private and link-local addresses.
+    /// Allow webhook URLs on loopback, private and link-local addresses
+    /// (the variable takes 1/0, true/false, yes/no, on/off, in any case).
     #[arg(
         long,
         env = "BLOCKHOOK_ALLOW_PRIVATE_WEBHOOKS",
-        default_value_t = false
+        action = clap::ArgAction::SetTrue,
+        value_parser = clap::builder::BoolishValueParser::new()
     )]
     pub allow_private_webhooks: bool,
     /// How long a message's blocks accept clicks.
@@ -61,6 +63,16 @@ pub struct ServeArgs {
     /// the SQLite writer and syncer and the delivery runtime use the rest).
     #[arg(long, env = "BLOCKHOOK_HTTP_WORKERS")]
     pub http_workers: Option<usize>,
+    /// Log lines as text (colour on a terminal only) or as JSON, one object
+    /// a line, for log shippers.
+    #[arg(long, env = "BLOCKHOOK_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
+    pub log_format: LogFormat,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    Text,
+    Json,
 }
 
 impl ServeArgs {
@@ -105,6 +117,40 @@ pub struct Config {
 pub enum Database {
     Sqlite(String),
     Postgres(String),
+}
+
+/// For people: `SQLite blockhook.db`, `PostgreSQL postgres://app:***@db:5432/app`
+/// (a password is never shown).
+impl std::fmt::Display for Database {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Database::Sqlite(path) => write!(f, "SQLite {path}"),
+            Database::Postgres(u) => match url::Url::parse(u) {
+                Ok(mut url) => {
+                    if url.password().is_some() {
+                        let _ = url.set_password(Some("***"));
+                    }
+                    // A password in the query string (`?password=`) too.
+                    let pairs: Vec<(String, String)> = url
+                        .query_pairs()
+                        .map(|(k, v)| {
+                            let v = if k.eq_ignore_ascii_case("password") {
+                                "***".to_string()
+                            } else {
+                                v.into_owned()
+                            };
+                            (k.into_owned(), v)
+                        })
+                        .collect();
+                    if !pairs.is_empty() {
+                        url.query_pairs_mut().clear().extend_pairs(pairs);
+                    }
+                    write!(f, "PostgreSQL {url}")
+                }
+                Err(_) => write!(f, "PostgreSQL (unparsable URL)"),
+            },
+        }
+    }
 }
 
 impl TryFrom<ServeArgs> for Config {

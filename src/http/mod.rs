@@ -1,14 +1,17 @@
 //! HTTP: one module per capability of the contract.
 
+pub mod access_log;
 pub mod admin;
 pub mod ask;
 pub mod bot;
 pub mod extract;
 pub mod inbox;
 pub mod messages;
+pub mod openapi;
 pub mod ops;
 pub mod pages;
 pub mod responses;
+pub mod views;
 pub mod widget;
 
 use std::sync::Arc;
@@ -33,30 +36,23 @@ pub struct AppState {
     pub metrics: Option<metrics_exporter_prometheus::PrometheusHandle>,
 }
 
+/// The served OpenAPI document.
+pub struct OpenApiDoc(pub serde_json::Value);
+
 impl AppState {
     pub fn now_ms(&self) -> i64 {
         crate::domain::time::now_ms()
     }
 }
 
-/// The OpenAPI document of every endpoint, generated from the handlers.
-pub fn openapi() -> utoipa::openapi::OpenApi {
+/// The OpenAPI document of every endpoint, generated from the handlers
+/// (see `openapi.rs`).
+pub fn openapi() -> serde_json::Value {
     let (_, api) = actix_web::App::new()
         .into_utoipa_app()
         .configure(routes)
         .split_for_parts();
-    with_info(api)
-}
-
-fn with_info(mut api: utoipa::openapi::OpenApi) -> utoipa::openapi::OpenApi {
-    api.info = utoipa::openapi::InfoBuilder::new()
-        .title("blockhook")
-        .version(env!("CARGO_PKG_VERSION"))
-        .description(Some(
-            "Signed, durable webhook events for chat-widget buttons and forms.",
-        ))
-        .build();
-    api
+    openapi::complete(api)
 }
 
 /// Registers every documented route.
@@ -90,7 +86,7 @@ pub fn app(
         .into_utoipa_app()
         .configure(routes)
         .split_for_parts();
-    let api = web::Data::new(with_info(api));
+    let api = web::Data::new(OpenApiDoc(openapi::complete(api)));
     app.app_data(api)
         .app_data(web::QueryConfig::default().error_handler(|e, _| {
             crate::error::ApiError::field("", "invalid_query", e.to_string()).into()
@@ -101,4 +97,5 @@ pub fn app(
         )
         .route("/openapi.json", web::get().to(ops::openapi_json))
         .default_service(web::to(ops::not_found))
+        .wrap(actix_web::middleware::from_fn(access_log::log_request))
 }

@@ -1139,6 +1139,7 @@ impl Store for SqliteStore {
                             &req.response_url,
                             req.now_ms,
                             req.interactive_window_ms,
+                            None,
                         )
                     },
                     |fx| fx.hot.take(),
@@ -1245,6 +1246,7 @@ impl Store for SqliteStore {
                         &req.response_url,
                         req.now_ms,
                         req.interactive_window_ms,
+                        Some(&req.body),
                     )?;
                     let answered = match fx.answered {
                         Some(a) => a,
