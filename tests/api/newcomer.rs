@@ -48,6 +48,7 @@ async fn database(dir: &tempfile::TempDir) -> String {
 }
 
 async fn serve(args: &[&str], env: &[(&str, &str)]) -> Served {
+    let _ = rustls::crypto::ring::default_provider().install_default();
     let dir = tempfile::tempdir().expect("tempdir");
     let db = database(&dir).await;
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_blockhook"));
