@@ -5,7 +5,7 @@ use base64::Engine;
 use serde_json::{Value, json};
 use std::time::Duration;
 
-use super::extract::{Admin, JsonBody, text_field};
+use super::extract::{Admin, JsonBody, text_field, typed};
 use super::{AppState, views};
 use crate::delivery::ssrf;
 use crate::domain::ids::{hash_secret, new_id, new_secret, random_bytes};
@@ -88,7 +88,7 @@ async fn create_chatbot(
     let body = body.0;
     let mut errors = Vec::new();
     unknown_keys(&body, &["name", "webhook_url", "retention"], &mut errors);
-    let name = text_field(body.get("name"), "name", 200, &mut errors);
+    text_field(body.get("name"), "name", 200, &mut errors);
     if body.get("name").is_none_or(Value::is_null) {
         errors.push(FieldError::new("/name", "required", "name is required"));
     }
@@ -106,11 +106,14 @@ async fn create_chatbot(
     if !errors.is_empty() {
         return Err(ApiError::Validation(errors));
     }
+    let views::NewChatbot {
+        name, webhook_url, ..
+    } = typed(body)?;
     let api_key = new_secret("sk");
     let bot = Chatbot {
         id: new_id("cb"),
-        name: name.unwrap_or_default(),
-        webhook_url: url.unwrap_or_default(),
+        name,
+        webhook_url,
         retention_ms: retention.as_millis() as i64,
         signing_secret: new_signing_secret(),
         previous_secret: None,

@@ -4,7 +4,7 @@
 use actix_web::{HttpResponse, get, post, web};
 use serde_json::{Map, Value, json};
 
-use super::extract::{JsonBody, PageQuery, Visitor, collection};
+use super::extract::{JsonBody, PageQuery, Visitor, collection, typed};
 use super::messages::{Content, new_message};
 use super::{AppState, views};
 use crate::domain::events::{self, Base};
@@ -356,31 +356,30 @@ async fn click(
             ));
         }
     }
-    let block_id = string_key(&body, "block_id", &mut errors);
-    let action_id = string_key(&body, "action_id", &mut errors);
-    let comment = match body.get("comment") {
-        None | Some(Value::Null) => None,
-        Some(Value::String(s)) if s.chars().count() <= 2000 => Some(s.clone()),
-        Some(Value::String(_)) => {
-            errors.push(FieldError::new(
-                "/comment",
-                "too_long",
-                "must be at most 2000 characters",
-            ));
-            None
-        }
-        Some(_) => {
-            errors.push(FieldError::new(
-                "/comment",
-                "invalid_type",
-                "must be a string",
-            ));
-            None
-        }
-    };
+    string_key(&body, "block_id", &mut errors);
+    string_key(&body, "action_id", &mut errors);
+    match body.get("comment") {
+        None | Some(Value::Null) => {}
+        Some(Value::String(s)) if s.chars().count() <= 2000 => {}
+        Some(Value::String(_)) => errors.push(FieldError::new(
+            "/comment",
+            "too_long",
+            "must be at most 2000 characters",
+        )),
+        Some(_) => errors.push(FieldError::new(
+            "/comment",
+            "invalid_type",
+            "must be a string",
+        )),
+    }
     if !errors.is_empty() {
         return Err(ApiError::Validation(errors));
     }
+    let views::Click {
+        block_id,
+        action_id,
+        comment,
+    } = typed(Value::Object(body))?;
     interact(
         &st,
         &v,
@@ -427,20 +426,17 @@ async fn submit_form(
             ));
         }
     }
-    let values = match body.get("values") {
-        Some(Value::Object(m)) => m.clone(),
-        None => Map::new(),
-        Some(_) => {
-            errors.push(FieldError::new(
-                "/values",
-                "invalid_type",
-                "must be an object",
-            ));
-            Map::new()
-        }
-    };
+    if body.get("values").is_some_and(|v| !v.is_object()) {
+        errors.push(FieldError::new(
+            "/values",
+            "invalid_type",
+            "must be an object",
+        ));
+    }
     if !errors.is_empty() {
         return Err(ApiError::Validation(errors));
     }
+    let views::FormSubmit { values } = typed(Value::Object(body))?;
+    let values = values.unwrap_or_default();
     interact(&st, &v, mid, Action::Submit { form_id, values }).await
 }
