@@ -65,6 +65,7 @@ fn decision(c: &mut Criterion) {
         response_url: fixtures::RESPONSE_URL,
         allow_comment: false,
         require_one_checked: false,
+        answer: None,
     };
     let click = Action::Click {
         block_id: "b1".into(),

@@ -1,8 +1,9 @@
 //! `blockhook ask`: ask a person from a script and exit with the answer.
 //!
-//! Exit codes: 0 answered or accepted, 1 declined, 2 expired or withdrawn;
-//! 69 server unreachable or `dialog_pending`, 77 bad key, 65 a request the
-//! server refused as invalid.
+//! Exit codes: see [`EXIT_CODES_HELP`].
+
+use std::io::IsTerminal;
+use std::time::Duration;
 
 use clap::Args;
 use serde_json::{Value, json};
@@ -41,7 +42,34 @@ pub struct AskArgs {
     pub url: String,
     /// The chatbot's API key (`sk_…`).
     #[arg(long = "api-key", env = "BLOCKHOOK_API_KEY", hide_env_values = true)]
-    pub api_key: String,
+    pub api_key: Option<String>,
+}
+
+/// Shown by `blockhook ask --help`.
+pub const EXIT_CODES_HELP: &str = "\
+Exit codes:
+  0   answered (the chosen ids, the text) or accepted
+  1   declined (the comment, if any, is printed)
+  2   expired or withdrawn
+  64  usage error (a timeout outside 5s to 1d included)
+  65  the server refused the request as invalid
+  69  server unreachable, or a question is already pending in the conversation
+  77  missing or bad API key";
+
+pub const EXIT_USAGE: i32 = 64;
+const MIN_TIMEOUT: Duration = Duration::from_secs(5);
+const MAX_TIMEOUT: Duration = Duration::from_secs(86_400);
+
+/// The timeout given, checked before any request.
+pub fn timeout(args: &AskArgs) -> Result<Option<Duration>, String> {
+    let Some(t) = &args.timeout else {
+        return Ok(None);
+    };
+    let d = crate::domain::duration::parse(t).map_err(|e| format!("--timeout: {e}"))?;
+    if !(MIN_TIMEOUT..=MAX_TIMEOUT).contains(&d) {
+        return Err(format!("--timeout must be 5s to 1d, got {t}"));
+    }
+    Ok(Some(d))
 }
 
 pub const EXIT_DECLINED: i32 = 1;
@@ -119,6 +147,24 @@ pub fn render(answer: &Value) -> (String, i32) {
 }
 
 pub async fn run(args: AskArgs) -> i32 {
+    let Some(api_key) = args.api_key.clone().filter(|k| !k.trim().is_empty()) else {
+        eprintln!("blockhook ask: no API key: pass --api-key sk_… or set BLOCKHOOK_API_KEY");
+        return EXIT_NOPERM;
+    };
+    let wait = match timeout(&args) {
+        Ok(t) => t.unwrap_or(Duration::from_secs(600)),
+        Err(e) => {
+            eprintln!("blockhook ask: {e}");
+            return EXIT_USAGE;
+        }
+    };
+    if std::io::stderr().is_terminal() {
+        eprintln!(
+            "blockhook ask: waiting for an answer in {} (up to {})…",
+            args.conversation_id,
+            humantime::format_duration(wait)
+        );
+    }
     let _ = rustls::crypto::ring::default_provider().install_default();
     let client = match reqwest::Client::builder().build() {
         Ok(c) => c,
@@ -134,7 +180,7 @@ pub async fn run(args: AskArgs) -> i32 {
     );
     let resp = client
         .post(url)
-        .bearer_auth(&args.api_key)
+        .bearer_auth(&api_key)
         .header("content-type", "application/json")
         .body(body(&args).to_string())
         .send()

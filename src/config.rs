@@ -55,11 +55,13 @@ pub struct ServeArgs {
     /// Admin token; generated, stored and printed once on first start if unset.
     #[arg(long, env = "BLOCKHOOK_ADMIN_TOKEN")]
     pub admin_token: Option<String>,
-    /// Allow webhook URLs on loopback, private and link-local addresses.
+    /// Allow webhook URLs on loopback, private and link-local addresses
+    /// (the variable takes 1/0, true/false, yes/no, on/off, in any case).
     #[arg(
         long,
         env = "BLOCKHOOK_ALLOW_PRIVATE_WEBHOOKS",
-        default_value_t = false
+        action = clap::ArgAction::SetTrue,
+        value_parser = clap::builder::BoolishValueParser::new()
     )]
     pub allow_private_webhooks: bool,
     /// How long a message's blocks accept clicks.
@@ -103,6 +105,16 @@ pub struct ServeArgs {
     /// the SQLite writer and syncer and the delivery runtime use the rest).
     #[arg(long, env = "BLOCKHOOK_HTTP_WORKERS")]
     pub http_workers: Option<usize>,
+    /// Log lines as text (colour on a terminal only) or as JSON, one object
+    /// a line, for log shippers.
+    #[arg(long, env = "BLOCKHOOK_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
+    pub log_format: LogFormat,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    Text,
+    Json,
 }
 
 impl ServeArgs {
@@ -247,6 +259,17 @@ pub fn redact_in(text: &str, url: &str) -> String {
         }
     }
     out
+}
+
+/// For people: `SQLite blockhook.db`, `PostgreSQL postgres://app:***@db:5432/app`
+/// (a password is never shown).
+impl std::fmt::Display for Database {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Database::Sqlite(path) => write!(f, "SQLite {path}"),
+            Database::Postgres(u) => write!(f, "PostgreSQL {}", redact_url(u)),
+        }
+    }
 }
 
 impl TryFrom<ServeArgs> for Config {

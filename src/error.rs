@@ -99,15 +99,21 @@ impl ApiError {
     }
 }
 
-#[derive(Serialize)]
-struct Problem<'a> {
+/// An error (RFC 9457 problem details).
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct Problem<'a> {
+    /// `https://blockhook.dev/problems/<code>`
     #[serde(rename = "type")]
+    #[schema(rename = "type")]
     kind: String,
     title: &'a str,
     status: u16,
     detail: &'a str,
+    /// A stable code (`not_found`, `validation_failed`, …).
     code: &'a str,
+    /// With `validation_failed`: one entry per bad field.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Vec<FieldError>>)]
     errors: Option<&'a [FieldError]>,
 }
 

@@ -89,6 +89,26 @@ pub async fn run(
     rec.duration_ms = started.elapsed().as_millis() as i64;
     meters().duration.record(started.elapsed().as_secs_f64());
     let m = meters();
+    // One line per attempt; the endpoint's URL is not logged (its query
+    // may hold a secret), the chatbot id says whose it is.
+    let outcome = match rec.next {
+        AttemptNext::Succeeded => "succeeded",
+        AttemptNext::Dead => "dead",
+        AttemptNext::RetryAt(_) => "retrying",
+        AttemptNext::EndpointGone => "endpoint_gone",
+    };
+    tracing::info!(
+        event_id = %rec.event_id,
+        chatbot_id = %bot.id,
+        attempt = number,
+        status = rec.status_code,
+        duration_ms = rec.duration_ms,
+        outcome,
+        // The code only (`E_TIMEOUT`, `E_HTTP_STATUS`): a transport
+        // error's text names the URL.
+        error = rec.error.as_deref().and_then(|e| e.split(':').next()),
+        "delivery attempt"
+    );
     match rec.next {
         AttemptNext::Succeeded => &m.succeeded,
         AttemptNext::Dead => &m.dead,

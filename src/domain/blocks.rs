@@ -58,14 +58,32 @@ pub struct Field {
     pub label: String,
     #[serde(default)]
     pub required: bool,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "whole_as_integer"
+    )]
     pub min: Option<f64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "whole_as_integer"
+    )]
     pub max: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub options: Option<Vec<SelectOption>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub placeholder: Option<String>,
+}
+
+/// A bound as it was written: `50` stays `50`, `0.5` stays `0.5` (JSON
+/// does not tell `50` from `50.0`, serde_json writes an `f64` with `.0`).
+fn whole_as_integer<S: serde::Serializer>(v: &Option<f64>, s: S) -> Result<S::Ok, S::Error> {
+    match v {
+        Some(x) if x.fract() == 0.0 && x.abs() < 9.0e15 => s.serialize_i64(*x as i64),
+        Some(x) => s.serialize_f64(*x),
+        None => s.serialize_none(),
+    }
 }
 
 fn yes() -> bool {

@@ -5,8 +5,9 @@ use serde::Serialize;
 
 /// One bad field: a JSON pointer into the request body, a stable code and a
 /// sentence for people.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, PartialEq, utoipa::ToSchema)]
 pub struct FieldError {
+    /// A JSON pointer into the request body (`/values/email`).
     pub field: String,
     pub code: &'static str,
     pub message: String,

@@ -288,15 +288,21 @@ pub fn pick<'a>(
 
 /// Records an accepted answer on a pending interaction; an asked question
 /// is answered as a whole, so every block of its message turns off. Returns
-/// whether a block changed.
+/// whether a block changed. A member's answer is recorded exactly as sent
+/// (`answer`), a visitor's action as the answer it amounts to; both with
+/// `submitted_at`.
 pub fn settle(
     inter: &mut Interaction,
     msg: &mut Message,
     action: &Action,
     values: Option<&Map<String, Value>>,
+    answer: Option<&Value>,
     now_ms: i64,
 ) -> bool {
-    let mut response = response_of(&inter.kind, &inter.spec, action, values);
+    let mut response = match answer {
+        Some(body @ Value::Object(_)) => body.clone(),
+        _ => response_of(&inter.kind, &inter.spec, action, values),
+    };
     response["submitted_at"] = json!(crate::domain::time::rfc3339(now_ms));
     inter.status = "answered".into();
     inter.response = Some(response);
@@ -348,7 +354,14 @@ pub fn decide(
     if let Some(i) = inter
         && i.status == "pending"
     {
-        changed |= settle(i, msg, action, accepted.values.as_ref(), ctx.now_ms);
+        changed |= settle(
+            i,
+            msg,
+            action,
+            accepted.values.as_ref(),
+            ctx.answer,
+            ctx.now_ms,
+        );
         answered = Some(i.clone());
     }
     if changed {

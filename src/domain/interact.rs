@@ -39,6 +39,9 @@ pub struct Context<'a> {
     pub allow_comment: bool,
     /// A multiple-choice question: at least one box must be ticked.
     pub require_one_checked: bool,
+    /// A member's answer body, recorded as sent (`response`, §6); `None`
+    /// for a visitor's click or submit.
+    pub answer: Option<&'a Value>,
 }
 
 /// An accepted interaction: the event to enqueue.

@@ -5,8 +5,8 @@ use base64::Engine;
 use serde_json::{Value, json};
 use std::time::Duration;
 
-use super::AppState;
-use super::extract::{Admin, JsonBody, text_field};
+use super::extract::{Admin, JsonBody, text_field, typed};
+use super::{AppState, views};
 use crate::delivery::ssrf;
 use crate::domain::ids::{hash_secret, new_id, new_secret, random_bytes};
 use crate::domain::model::Chatbot;
@@ -63,16 +63,19 @@ async fn check_webhook(st: &AppState, url: &str, errors: &mut Vec<FieldError>) {
     // again at every send, so only invalid and private URLs are refused here.
     let code = match ssrf::check(url, st.config.allow_private_webhooks).await {
         Ok(_) | Err(ssrf::Refusal::Unresolvable(_)) => return,
-        Err(ssrf::Refusal::Private(ip)) => {
-            ("private_address", format!("{ip} is not a public address"))
-        }
+        Err(ssrf::Refusal::Private(ip)) => (
+            "private_address",
+            format!(
+                "{ip} is not a public address; for a local receiver start the server with --allow-private-webhooks (BLOCKHOOK_ALLOW_PRIVATE_WEBHOOKS=1)"
+            ),
+        ),
         Err(ssrf::Refusal::Invalid(m)) => ("invalid_url", m),
     };
     errors.push(FieldError::new("/webhook_url", code.0, code.1));
 }
 
 /// Create a chatbot. The API key is shown only in this answer.
-#[utoipa::path(tag = "admin", request_body = Object, responses((status = 201, description = "The chatbot with its api_key and signing_secret"), (status = 422, description = "validation_failed")), security(("admin_token" = [])))]
+#[utoipa::path(tag = "admin", request_body = views::NewChatbot, responses((status = 201, description = "The chatbot with its api_key and signing_secret", body = views::CreatedChatbot), (status = 422, description = "validation_failed (`private_address` for a webhook_url on a private address without `--allow-private-webhooks`)")), security(("admin_token" = [])))]
 #[post("/api/v1/chatbots")]
 async fn create_chatbot(
     _: Admin,
@@ -82,7 +85,7 @@ async fn create_chatbot(
     let body = body.0;
     let mut errors = Vec::new();
     unknown_keys(&body, &["name", "webhook_url", "retention"], &mut errors);
-    let name = text_field(body.get("name"), "name", 200, &mut errors);
+    text_field(body.get("name"), "name", 200, &mut errors);
     if body.get("name").is_none_or(Value::is_null) {
         errors.push(FieldError::new("/name", "required", "name is required"));
     }
@@ -100,11 +103,14 @@ async fn create_chatbot(
     if !errors.is_empty() {
         return Err(ApiError::Validation(errors));
     }
+    let views::NewChatbot {
+        name, webhook_url, ..
+    } = typed(body)?;
     let api_key = new_secret("sk");
     let bot = Chatbot {
         id: new_id("cb"),
-        name: name.unwrap_or_default(),
-        webhook_url: url.unwrap_or_default(),
+        name,
+        webhook_url,
         retention_ms: retention.as_millis() as i64,
         signing_secret: new_signing_secret(),
         previous_secret: None,
@@ -122,7 +128,7 @@ async fn create_chatbot(
 }
 
 /// Get a chatbot.
-#[utoipa::path(tag = "admin", responses((status = 200, description = "The chatbot"), (status = 404, description = "not_found")), security(("admin_token" = [])))]
+#[utoipa::path(tag = "admin", responses((status = 200, description = "The chatbot", body = views::Chatbot)), security(("admin_token" = [])))]
 #[get("/api/v1/chatbots/{id}")]
 async fn get_chatbot(
     _: Admin,
@@ -135,7 +141,7 @@ async fn get_chatbot(
 
 /// Change a chatbot's `name`, `webhook_url` or `retention`. A new
 /// `webhook_url` re-enables an endpoint disabled by `410 Gone`.
-#[utoipa::path(tag = "admin", request_body = Object, responses((status = 200, description = "The chatbot"), (status = 404, description = "not_found"), (status = 422, description = "validation_failed")), security(("admin_token" = [])))]
+#[utoipa::path(tag = "admin", request_body = views::ChatbotChange, responses((status = 200, description = "The chatbot", body = views::Chatbot)), security(("admin_token" = [])))]
 #[patch("/api/v1/chatbots/{id}")]
 async fn update_chatbot(
     _: Admin,
@@ -190,7 +196,7 @@ async fn update_chatbot(
 }
 
 /// Issue a new signing secret; for 24 h deliveries carry signatures by both.
-#[utoipa::path(tag = "admin", responses((status = 200, description = "{\"signing_secret\"}"), (status = 404, description = "not_found")), security(("admin_token" = [])))]
+#[utoipa::path(tag = "admin", responses((status = 200, description = "The new signing secret", body = views::SigningSecret)), security(("admin_token" = [])))]
 #[post("/api/v1/chatbots/{id}/rotate-secret")]
 async fn rotate_secret(
     _: Admin,

@@ -13,8 +13,8 @@ use bytes::Bytes;
 use serde_json::{Map, Value, json};
 use tokio::sync::broadcast;
 
-use super::AppState;
 use super::extract::{Bot, JsonBody, text_field};
+use super::{AppState, views};
 use crate::domain::blocks::{Block, BlockState, Button, Field, FieldKind};
 use crate::domain::inbox::{self, NewInteraction, Spec};
 use crate::domain::model::Author;
@@ -438,11 +438,9 @@ fn outcome(i: &Value) -> Value {
 }
 
 /// Ask a person and wait for the answer.
-#[utoipa::path(tag = "ask", request_body = Object, responses(
-    (status = 200, description = "{\"answer\": \"chose\"|\"custom\"|\"accepted\"|\"declined\"|\"expired\"|\"withdrawn\", …}"),
-    (status = 409, description = "dialog_pending"),
-    (status = 422, description = "validation_failed"),
-    (status = 404, description = "not_found")), security(("api_key" = [])))]
+#[utoipa::path(tag = "ask", request_body = views::Ask, responses(
+    (status = 200, description = "The answer (sent when a person answers; whitespace keeps the connection alive until then)", body = views::AskOutcome),
+    (status = 409, description = "dialog_pending")), security(("api_key" = [])))]
 #[post("/api/v1/conversations/{cid}/ask")]
 async fn ask(
     bot: Bot,

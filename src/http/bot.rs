@@ -4,8 +4,8 @@ use actix_web::{HttpResponse, get, post, web};
 use base64::Engine;
 use serde_json::{Value, json};
 
-use super::AppState;
 use super::extract::{Bot, JsonBody, PageQuery, collection};
+use super::{AppState, views};
 use crate::domain::model::{Author, Conversation, Person};
 use crate::domain::time::rfc3339;
 use crate::error::{ApiError, ApiResult, FieldError};
@@ -32,7 +32,7 @@ async fn conversation(st: &AppState, bot: &Bot, cid: &str) -> ApiResult<Conversa
 }
 
 /// Post a bot message with optional `actions` and `form` blocks.
-#[utoipa::path(tag = "bot", request_body(content = Object, description = "See schemas/message.schema.json"), responses((status = 201, description = "The message"), (status = 422, description = "validation_failed with pointers"), (status = 404, description = "not_found")), security(("api_key" = [])))]
+#[utoipa::path(tag = "bot", request_body = super::openapi::NewMessage, responses((status = 201, description = "The message", body = views::Message), (status = 422, description = "validation_failed with pointers")), security(("api_key" = [])))]
 #[post("/api/v1/conversations/{cid}/messages")]
 async fn post_message(
     bot: Bot,
@@ -53,7 +53,7 @@ async fn post_message(
 }
 
 /// Messages of a conversation, newest first.
-#[utoipa::path(tag = "bot", params(PageQuery), responses((status = 200, description = "Collection of messages")), security(("api_key" = [])))]
+#[utoipa::path(tag = "bot", params(PageQuery), responses((status = 200, description = "Messages, newest first", body = views::MessagePage)), security(("api_key" = [])))]
 #[get("/api/v1/conversations/{cid}/messages")]
 async fn list_messages(
     bot: Bot,
@@ -76,7 +76,7 @@ async fn list_messages(
 }
 
 /// A human takes over: every block of the conversation turns off.
-#[utoipa::path(tag = "bot", request_body = Object, responses((status = 200, description = "Taken over"), (status = 404, description = "not_found")), security(("api_key" = [])))]
+#[utoipa::path(tag = "bot", request_body = views::Takeover, responses((status = 200, description = "Taken over", body = views::TakenOver)), security(("api_key" = [])))]
 #[post("/api/v1/conversations/{cid}/takeover")]
 async fn takeover(
     bot: Bot,
@@ -148,7 +148,7 @@ struct EventsQuery {
 }
 
 /// The deliveries log, newest first; `?status=pending|succeeded|failed|dead`.
-#[utoipa::path(tag = "events", params(EventsQuery), responses((status = 200, description = "Collection of events")), security(("api_key" = [])))]
+#[utoipa::path(tag = "events", params(EventsQuery), responses((status = 200, description = "Events, newest first", body = views::EventPage)), security(("api_key" = [])))]
 #[get("/api/v1/events")]
 async fn list_events(
     bot: Bot,
@@ -179,7 +179,7 @@ async fn list_events(
 }
 
 /// One event with every delivery attempt.
-#[utoipa::path(tag = "events", responses((status = 200, description = "The event and its attempts"), (status = 404, description = "not_found")), security(("api_key" = [])))]
+#[utoipa::path(tag = "events", responses((status = 200, description = "The event and its attempts", body = views::EventWithAttempts)), security(("api_key" = [])))]
 #[get("/api/v1/events/{event_id}")]
 async fn get_event(
     bot: Bot,
@@ -193,7 +193,7 @@ async fn get_event(
 }
 
 /// Deliver again: new attempts, the same `event_id` and body.
-#[utoipa::path(tag = "events", responses((status = 202, description = "Queued"), (status = 404, description = "not_found")), security(("api_key" = [])))]
+#[utoipa::path(tag = "events", responses((status = 202, description = "Queued", body = views::Redelivery)), security(("api_key" = [])))]
 #[post("/api/v1/events/{event_id}/redeliver")]
 async fn redeliver(
     bot: Bot,

@@ -145,6 +145,13 @@ pub fn nul_in_url(req: &actix_web::dev::ServiceRequest) -> Option<ApiError> {
     (!errors.is_empty()).then_some(ApiError::Validation(errors))
 }
 
+/// Reads a body, already checked key by key (so every refusal has its
+/// pointer and code), into its typed request struct (`http::views`).
+/// A failure here is a check that missed a case: still a 422, never a 5xx.
+pub fn typed<T: serde::de::DeserializeOwned>(body: Value) -> Result<T, ApiError> {
+    serde_json::from_value(body).map_err(|e| ApiError::field("", "invalid", e.to_string()))
+}
+
 /// The credential of `Authorization: Bearer …` (the scheme is
 /// case-insensitive, RFC 9110 §11.1).
 fn bearer(req: &HttpRequest) -> Option<&str> {

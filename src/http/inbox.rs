@@ -9,8 +9,8 @@ use bytes::Bytes;
 use serde_json::Value;
 use tokio::sync::broadcast;
 
-use super::AppState;
 use super::extract::{Bot, JsonBody, PageQuery, collection};
+use super::{AppState, views};
 use crate::domain::ids::{hash_secret, new_id};
 use crate::domain::model::Person;
 use crate::error::{ApiError, ApiResult};
@@ -33,7 +33,7 @@ struct InteractionsQuery {
 }
 
 /// Interactions, newest first; `?status=pending|answered|expired|cancelled&conversation_id=`.
-#[utoipa::path(tag = "inbox", params(InteractionsQuery), responses((status = 200, description = "Collection of interactions")), security(("api_key" = [])))]
+#[utoipa::path(tag = "inbox", params(InteractionsQuery), responses((status = 200, description = "Interactions, newest first", body = views::InteractionPage)), security(("api_key" = [])))]
 #[get("/api/v1/interactions")]
 async fn list_interactions(
     bot: Bot,
@@ -69,7 +69,7 @@ async fn list_interactions(
 }
 
 /// One interaction.
-#[utoipa::path(tag = "inbox", responses((status = 200, description = "The interaction"), (status = 404, description = "not_found")), security(("api_key" = [])))]
+#[utoipa::path(tag = "inbox", responses((status = 200, description = "The interaction", body = views::Interaction)), security(("api_key" = [])))]
 #[get("/api/v1/interactions/{id}")]
 async fn get_interaction(
     bot: Bot,
@@ -81,8 +81,8 @@ async fn get_interaction(
 }
 
 /// Answer an interaction as a member. `Idempotency-Key` is required.
-#[utoipa::path(tag = "inbox", request_body = Object, params(("Idempotency-Key" = String, Header, description = "Required")), responses(
-    (status = 200, description = "The answered interaction"),
+#[utoipa::path(tag = "inbox", request_body = views::Answer, params(("Idempotency-Key" = String, Header, description = "Required")), responses(
+    (status = 200, description = "The answered interaction", body = views::Interaction),
     (status = 400, description = "idempotency_key_required"),
     (status = 404, description = "not_found"),
     (status = 409, description = "interaction_not_pending or idempotency_key_conflict"),
@@ -173,7 +173,7 @@ fn frame(e: &ApiEvent) -> Bytes {
 
 /// Server-Sent Events of this chatbot's interactions: `interaction.created`,
 /// `interaction.answered`, `interaction.expired`, `interaction.cancelled`.
-#[utoipa::path(tag = "inbox", responses((status = 200, description = "text/event-stream")), security(("api_key" = [])))]
+#[utoipa::path(tag = "inbox", responses((status = 200, description = "Server-Sent Events: `interaction.created`, `interaction.answered`, `interaction.expired`, `interaction.cancelled`; each `data:` is the interaction", content_type = "text/event-stream", body = String)), security(("api_key" = [])))]
 #[get("/api/v1/stream")]
 async fn api_stream(bot: Bot, st: web::Data<AppState>) -> HttpResponse {
     let rx = st.hub.api.subscribe();

@@ -1,14 +1,17 @@
 //! HTTP: one module per capability of the contract.
 
+pub mod access_log;
 pub mod admin;
 pub mod ask;
 pub mod bot;
 pub mod extract;
 pub mod guard;
 pub mod inbox;
+pub mod openapi;
 pub mod ops;
 pub mod pages;
 pub mod responses;
+pub mod views;
 pub mod widget;
 
 use actix_web::web;
@@ -17,24 +20,17 @@ use utoipa_actix_web::AppExt;
 /// What every handler shares: the use-case layer's services.
 pub use crate::usecase::Services as AppState;
 
-/// The OpenAPI document of every endpoint, generated from the handlers.
-pub fn openapi() -> utoipa::openapi::OpenApi {
+/// The served OpenAPI document.
+pub struct OpenApiDoc(pub serde_json::Value);
+
+/// The OpenAPI document of every endpoint, generated from the handlers
+/// (see `openapi.rs`).
+pub fn openapi() -> serde_json::Value {
     let (_, api) = actix_web::App::new()
         .into_utoipa_app()
         .configure(routes)
         .split_for_parts();
-    with_info(api)
-}
-
-fn with_info(mut api: utoipa::openapi::OpenApi) -> utoipa::openapi::OpenApi {
-    api.info = utoipa::openapi::InfoBuilder::new()
-        .title("blockhook")
-        .version(env!("CARGO_PKG_VERSION"))
-        .description(Some(
-            "Signed, durable webhook events for chat-widget buttons and forms.",
-        ))
-        .build();
-    api
+    openapi::complete(api)
 }
 
 /// Registers every documented route.
@@ -68,7 +64,7 @@ pub fn app(
         .into_utoipa_app()
         .configure(routes)
         .split_for_parts();
-    let api = web::Data::new(with_info(api));
+    let api = web::Data::new(OpenApiDoc(openapi::complete(api)));
     app.app_data(api)
         .app_data(web::QueryConfig::default().error_handler(|e, _| {
             crate::error::ApiError::field("", "invalid_query", e.to_string()).into()
@@ -79,4 +75,5 @@ pub fn app(
         )
         .route("/openapi.json", web::get().to(ops::openapi_json))
         .default_service(web::to(ops::not_found))
+        .wrap(actix_web::middleware::from_fn(access_log::log_request))
 }

@@ -3,7 +3,7 @@
 use actix_web::{HttpRequest, HttpResponse, get, web};
 use serde_json::json;
 
-use super::AppState;
+use super::{AppState, views};
 use crate::error::ApiError;
 
 pub fn routes(cfg: &mut utoipa_actix_web::service_config::ServiceConfig) {
@@ -11,14 +11,14 @@ pub fn routes(cfg: &mut utoipa_actix_web::service_config::ServiceConfig) {
 }
 
 /// The process is up.
-#[utoipa::path(tag = "ops", responses((status = 200, description = "ok")))]
+#[utoipa::path(tag = "ops", responses((status = 200, description = "ok", body = views::Status)))]
 #[get("/healthz")]
 async fn healthz() -> HttpResponse {
     HttpResponse::Ok().json(json!({"status": "ok"}))
 }
 
 /// The store answers.
-#[utoipa::path(tag = "ops", responses((status = 200, description = "ready"), (status = 503, description = "the store does not answer")))]
+#[utoipa::path(tag = "ops", responses((status = 200, description = "ready", body = views::Status), (status = 503, description = "the store does not answer", body = views::Status)))]
 #[get("/readyz")]
 async fn readyz(st: web::Data<AppState>) -> HttpResponse {
     match st.store.queue_stats().await {
@@ -29,7 +29,7 @@ async fn readyz(st: web::Data<AppState>) -> HttpResponse {
 }
 
 /// Prometheus text.
-#[utoipa::path(tag = "ops", responses((status = 200, description = "Prometheus text format")))]
+#[utoipa::path(tag = "ops", responses((status = 200, description = "Prometheus text format", content_type = "text/plain", body = String)))]
 #[get("/metrics")]
 async fn metrics_text(st: web::Data<AppState>) -> HttpResponse {
     if let Ok(q) = st.store.queue_stats().await {
@@ -46,8 +46,8 @@ async fn metrics_text(st: web::Data<AppState>) -> HttpResponse {
         .body(body)
 }
 
-pub async fn openapi_json(api: web::Data<utoipa::openapi::OpenApi>) -> HttpResponse {
-    HttpResponse::Ok().json(api.get_ref())
+pub async fn openapi_json(api: web::Data<super::OpenApiDoc>) -> HttpResponse {
+    HttpResponse::Ok().json(&api.0)
 }
 
 pub async fn not_found(_: HttpRequest) -> Result<HttpResponse, ApiError> {

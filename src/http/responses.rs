@@ -7,8 +7,8 @@ mod stream;
 use actix_web::http::StatusCode;
 use actix_web::{HttpRequest, HttpResponse, post, web};
 
-use super::AppState;
 use super::extract::JsonBody;
+use super::{AppState, views};
 use crate::error::{ApiError, ApiResult};
 
 pub use crate::usecase::reply::{MAX_USES, apply_reply, response_url};
@@ -24,8 +24,10 @@ pub fn routes(cfg: &mut utoipa_actix_web::service_config::ServiceConfig) {
 
 /// Reply to an event: replace the message in place (default), post a new
 /// message (`replace_original: false`), or delete it (`delete_original: true`).
-#[utoipa::path(tag = "responses", request_body(content = Object, description = "See schemas/reply.schema.json"), params(("Idempotency-Key" = Option<String>, Header, description = "A retry with the same key returns the first result without using another of the 5 uses")), responses(
-    (status = 200, description = "{\"message\"}"),
+#[utoipa::path(tag = "responses", request_body = super::openapi::Reply, params(("Idempotency-Key" = Option<String>, Header, description = "A retry with the same key returns the first result without using another of the 5 uses")), responses(
+    (status = 200, description = "The message replaced or posted", body = views::MessageEnvelope),
+    (status = 400, description = "invalid_idempotency_key"),
+    (status = 409, description = "idempotency_key_conflict"),
     (status = 404, description = "not_found: unknown or altered token"),
     (status = 410, description = "response_url_expired: expired, used 5 times, or the message was deleted"),
     (status = 422, description = "validation_failed")))]

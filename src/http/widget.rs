@@ -4,8 +4,8 @@
 use actix_web::{HttpResponse, get, post, web};
 use serde_json::{Map, Value, json};
 
-use super::AppState;
-use super::extract::{JsonBody, PageQuery, Visitor, collection};
+use super::extract::{JsonBody, PageQuery, Visitor, collection, typed};
+use super::{AppState, views};
 use crate::domain::events::{self, Base};
 use crate::domain::ids::{hash_secret, new_id, new_secret};
 use crate::domain::interact::{Action, Context, closure_reason, present};
@@ -40,6 +40,7 @@ pub fn view(st: &AppState, conv: &Conversation, retention_ms: i64, mut msg: Mess
         response_url: "",
         allow_comment: false,
         require_one_checked: false,
+        answer: None,
     };
     let reason = closure_reason(&ctx, &msg);
     present(&mut msg, reason);
@@ -47,7 +48,7 @@ pub fn view(st: &AppState, conv: &Conversation, retention_ms: i64, mut msg: Mess
 }
 
 /// Start a conversation as a visitor.
-#[utoipa::path(tag = "widget", request_body = Object, responses((status = 201, description = "conversation_id, visitor, visitor_token"), (status = 404, description = "not_found")))]
+#[utoipa::path(tag = "widget", request_body(content = Option<views::NewConversation>), responses((status = 201, description = "The conversation, its visitor and the visitor token", body = views::CreatedConversation)))]
 #[post("/widget/v1/chatbots/{chatbot_id}/conversations")]
 async fn create_conversation(
     req: actix_web::HttpRequest,
@@ -118,7 +119,7 @@ fn own(v: &Visitor, cid: &str) -> ApiResult<()> {
 }
 
 /// Messages of the visitor's conversation, newest first.
-#[utoipa::path(tag = "widget", params(PageQuery), responses((status = 200, description = "Collection of messages")), security(("visitor_token" = [])))]
+#[utoipa::path(tag = "widget", operation_id = "widget_list_messages", params(PageQuery), responses((status = 200, description = "Messages, newest first", body = views::MessagePage)), security(("visitor_token" = [])))]
 #[get("/widget/v1/conversations/{cid}/messages")]
 async fn list_messages(
     v: Visitor,
@@ -139,7 +140,7 @@ async fn list_messages(
 }
 
 /// A visitor's message; emits `message.received`.
-#[utoipa::path(tag = "widget", request_body = Object, responses((status = 201, description = "The message"), (status = 422, description = "validation_failed")), security(("visitor_token" = [])))]
+#[utoipa::path(tag = "widget", operation_id = "widget_post_message", request_body = views::VisitorMessage, responses((status = 201, description = "The message", body = views::Message)), security(("visitor_token" = [])))]
 #[post("/widget/v1/conversations/{cid}/messages")]
 async fn post_message(
     v: Visitor,
@@ -328,8 +329,8 @@ fn string_key(body: &Map<String, Value>, key: &str, errors: &mut Vec<FieldError>
 
 /// A click on a button. Exactly one of concurrent clicks on a group that
 /// turns off on click is accepted.
-#[utoipa::path(tag = "widget", request_body = Object, responses(
-    (status = 200, description = "{\"message\"} with the new block state"),
+#[utoipa::path(tag = "widget", request_body = views::Click, responses(
+    (status = 200, description = "The message with the new block state", body = views::MessageEnvelope),
     (status = 409, description = "block_disabled"),
     (status = 410, description = "interaction_closed"),
     (status = 422, description = "link_button or validation_failed"),
@@ -359,31 +360,30 @@ async fn click(
             ));
         }
     }
-    let block_id = string_key(&body, "block_id", &mut errors);
-    let action_id = string_key(&body, "action_id", &mut errors);
-    let comment = match body.get("comment") {
-        None | Some(Value::Null) => None,
-        Some(Value::String(s)) if s.chars().count() <= 2000 => Some(s.clone()),
-        Some(Value::String(_)) => {
-            errors.push(FieldError::new(
-                "/comment",
-                "too_long",
-                "must be at most 2000 characters",
-            ));
-            None
-        }
-        Some(_) => {
-            errors.push(FieldError::new(
-                "/comment",
-                "invalid_type",
-                "must be a string",
-            ));
-            None
-        }
-    };
+    string_key(&body, "block_id", &mut errors);
+    string_key(&body, "action_id", &mut errors);
+    match body.get("comment") {
+        None | Some(Value::Null) => {}
+        Some(Value::String(s)) if s.chars().count() <= 2000 => {}
+        Some(Value::String(_)) => errors.push(FieldError::new(
+            "/comment",
+            "too_long",
+            "must be at most 2000 characters",
+        )),
+        Some(_) => errors.push(FieldError::new(
+            "/comment",
+            "invalid_type",
+            "must be a string",
+        )),
+    }
     if !errors.is_empty() {
         return Err(ApiError::Validation(errors));
     }
+    let views::Click {
+        block_id,
+        action_id,
+        comment,
+    } = typed(Value::Object(body))?;
     interact(
         &st,
         &v,
@@ -399,8 +399,8 @@ async fn click(
 
 /// A form submit. Values are checked against the stored fields; on any
 /// failure nothing is stored or sent.
-#[utoipa::path(tag = "widget", request_body = Object, responses(
-    (status = 200, description = "{\"message\"} with the new block state"),
+#[utoipa::path(tag = "widget", request_body = views::FormSubmit, responses(
+    (status = 200, description = "The message with the new block state", body = views::MessageEnvelope),
     (status = 409, description = "block_disabled"),
     (status = 410, description = "interaction_closed"),
     (status = 422, description = "validation_failed, one entry per bad field"),
@@ -431,20 +431,17 @@ async fn submit_form(
             ));
         }
     }
-    let values = match body.get("values") {
-        Some(Value::Object(m)) => m.clone(),
-        None => Map::new(),
-        Some(_) => {
-            errors.push(FieldError::new(
-                "/values",
-                "invalid_type",
-                "must be an object",
-            ));
-            Map::new()
-        }
-    };
+    if body.get("values").is_some_and(|v| !v.is_object()) {
+        errors.push(FieldError::new(
+            "/values",
+            "invalid_type",
+            "must be an object",
+        ));
+    }
     if !errors.is_empty() {
         return Err(ApiError::Validation(errors));
     }
+    let views::FormSubmit { values } = typed(Value::Object(body))?;
+    let values = values.unwrap_or_default();
     interact(&st, &v, mid, Action::Submit { form_id, values }).await
 }

@@ -745,6 +745,7 @@ impl Store for PostgresStore {
                 &req.response_url,
                 req.now_ms,
                 req.interactive_window_ms,
+                None,
             )
             .await?;
             tx.commit().await.map_err(backend)?;
@@ -848,6 +849,7 @@ impl Store for PostgresStore {
                 &req.response_url,
                 req.now_ms,
                 req.interactive_window_ms,
+                Some(&req.body),
             )
             .await?;
             let Some(answered) = fx.answered else {

@@ -1129,6 +1129,7 @@ impl Store for SqliteStore {
                             &req.response_url,
                             req.now_ms,
                             req.interactive_window_ms,
+                            None,
                         )
                     },
                     |fx| fx.hot.take(),
@@ -1230,6 +1231,7 @@ impl Store for SqliteStore {
                         &req.response_url,
                         req.now_ms,
                         req.interactive_window_ms,
+                        Some(&req.body),
                     )?;
                     let answered = match fx.answered {
                         Some(a) => a,

@@ -10,6 +10,7 @@ mod concurrency;
 mod conversations;
 mod errors;
 mod forms;
+mod openapi;
 mod ops;
 
 use reqwest::Response;

@@ -231,7 +231,11 @@ async fn answers_are_checked_in_the_documented_order() {
     .await;
     assert_eq!(r.status(), 200);
     let v: Value = r.json().await.unwrap();
-    assert_eq!(v["response"]["values"], json!({"email": "a@b.co"}));
+    // The body exactly as sent, plus submitted_at (§6).
+    let mut response = v["response"].clone();
+    assert!(response["submitted_at"].is_string(), "{response}");
+    response.as_object_mut().unwrap().remove("submitted_at");
+    assert_eq!(response, json!({"type": "text", "text": "a@b.co"}));
 }
 }
 

@@ -156,6 +156,7 @@ pub async fn apply(
     response_url: &str,
     now_ms: i64,
     interactive_window_ms: i64,
+    answer: Option<&serde_json::Value>,
 ) -> StoreResult<Effects> {
     let row = sqlx::query(
         "SELECT v.chatbot_id, b.retention_ms, v.created_at, v.taken_over_by
@@ -180,6 +181,7 @@ pub async fn apply(
         response_url,
         allow_comment: false,
         require_one_checked: false,
+        answer,
     };
     let d = inbox::decide(&mut interactions, &mut msg, action, ctx)?;
     let mut api = Vec::new();

@@ -194,6 +194,7 @@ pub fn apply(
     response_url: &str,
     now_ms: i64,
     interactive_window_ms: i64,
+    answer: Option<&serde_json::Value>,
 ) -> StoreResult<Effects> {
     // The chatbot whole: its event goes to the dispatcher with it.
     let conv = conversation(c, &msg.conversation_id)?;
@@ -212,6 +213,7 @@ pub fn apply(
         response_url,
         allow_comment: false,
         require_one_checked: false,
+        answer,
     };
     let d = inbox::decide(&mut interactions, &mut msg, action, ctx)?;
     let mut api = Vec::new();
