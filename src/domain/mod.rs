@@ -7,6 +7,7 @@ pub mod ids;
 pub mod inbox;
 pub mod interact;
 pub mod model;
+pub mod origins;
 pub mod time;
 pub mod token;
 pub mod values;

@@ -3,6 +3,7 @@
 pub mod admin;
 pub mod ask;
 pub mod bot;
+pub mod cors;
 pub mod extract;
 pub mod inbox;
 pub mod messages;
@@ -101,4 +102,5 @@ pub fn app(
         )
         .route("/openapi.json", web::get().to(ops::openapi_json))
         .default_service(web::to(ops::not_found))
+        .wrap(actix_web::middleware::from_fn(cors::widget_cors))
 }

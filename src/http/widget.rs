@@ -1,11 +1,11 @@
 //! Widget API (visitor token): conversations, messages, clicks, form
 //! submits and the live stream.
 
-use actix_web::{HttpResponse, get, post, web};
+use actix_web::{HttpRequest, HttpResponse, get, post, web};
 use serde_json::{Map, Value, json};
 
 use super::AppState;
-use super::extract::{JsonBody, PageQuery, Visitor, collection};
+use super::extract::{JsonBody, PageQuery, Visitor, check_origin, collection, origin};
 use super::messages::{Content, new_message};
 use crate::domain::events::{self, Base};
 use crate::domain::ids::{hash_secret, new_id, new_secret};
@@ -50,11 +50,13 @@ pub fn view(st: &AppState, conv: &Conversation, retention_ms: i64, mut msg: Mess
 #[utoipa::path(tag = "widget", request_body = Object, responses((status = 201, description = "conversation_id, visitor, visitor_token"), (status = 404, description = "not_found")))]
 #[post("/widget/v1/chatbots/{chatbot_id}/conversations")]
 async fn create_conversation(
+    req: HttpRequest,
     st: web::Data<AppState>,
     chatbot_id: web::Path<String>,
     body: JsonBody,
 ) -> ApiResult<HttpResponse> {
     let bot = st.store.get_chatbot(&chatbot_id).await?;
+    check_origin(origin(&req), &bot.allowed_origins)?;
     let display_name = match body.0.get("display_name") {
         None | Some(Value::Null) => {
             use rand::Rng;
