@@ -566,6 +566,7 @@ pub fn settle(
     action: &Action,
     values: Option<&Map<String, Value>>,
     now_ms: i64,
+    by: &str,
 ) -> bool {
     let mut response = response_of(&inter.kind, &inter.spec, action, values);
     response["submitted_at"] = json!(crate::domain::time::rfc3339(now_ms));
@@ -580,6 +581,7 @@ pub fn settle(
             if !s.disabled {
                 s.disabled = true;
                 s.reason = Some("used".into());
+                s.answered_by = Some(by.to_string());
                 changed = true;
             }
         }
@@ -630,7 +632,14 @@ pub fn decide(
     if let Some(i) = inter
         && i.status == "pending"
     {
-        changed |= settle(i, msg, action, accepted.values.as_ref(), ctx.now_ms);
+        changed |= settle(
+            i,
+            msg,
+            action,
+            accepted.values.as_ref(),
+            ctx.now_ms,
+            &ctx.user.kind,
+        );
         answered = Some(i.clone());
     }
     if changed {

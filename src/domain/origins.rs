@@ -124,7 +124,10 @@ fn normalise(s: &str) -> Result<String, String> {
     if !scheme.eq_ignore_ascii_case("http") && !scheme.eq_ignore_ascii_case("https") {
         return Err(SHAPE.into());
     }
-    if rest.is_empty() || rest.contains(['/', '?', '#', '@', '\\']) || rest.contains(char::is_whitespace) {
+    if rest.is_empty()
+        || rest.contains(['/', '?', '#', '@', '\\'])
+        || rest.contains(char::is_whitespace)
+    {
         return Err(SHAPE.into());
     }
     let url = url::Url::parse(s).map_err(|_| SHAPE.to_string())?;
@@ -153,10 +156,18 @@ mod tests {
 
     #[test]
     fn origins_are_normalised_as_browsers_send_them() {
-        let o = ok(json!(["HTTPS://Shop.Example.com", "http://127.0.0.1:8080", "https://a.example:443"]));
+        let o = ok(json!([
+            "HTTPS://Shop.Example.com",
+            "http://127.0.0.1:8080",
+            "https://a.example:443"
+        ]));
         assert_eq!(
             o.to_json(),
-            json!(["https://shop.example.com", "http://127.0.0.1:8080", "https://a.example"])
+            json!([
+                "https://shop.example.com",
+                "http://127.0.0.1:8080",
+                "https://a.example"
+            ])
         );
         assert!(o.allows("https://shop.example.com"));
         assert!(o.allows("http://127.0.0.1:8080"));

@@ -979,10 +979,7 @@ impl Store for SqliteStore {
                     c.prepare_cached(CONV_BY_TOKEN)?
                         .query_row([token_hash], |r| {
                             let origins: String = r.get(CONV_COL_COUNT)?;
-                            Ok((
-                                conversation_row(r)?,
-                                AllowedOrigins::from_stored(&origins),
-                            ))
+                            Ok((conversation_row(r)?, AllowedOrigins::from_stored(&origins)))
                         })
                         .optional()
                 })

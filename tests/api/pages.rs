@@ -2,6 +2,8 @@
 //! served from the binary, over real HTTP (and in a real browser, `browser`).
 
 mod browser;
+mod cdp;
+mod embed;
 
 use crate::helpers::{TestApp, spawn_app};
 
