@@ -47,7 +47,7 @@ pub fn view(st: &AppState, conv: &Conversation, retention_ms: i64, mut msg: Mess
 }
 
 /// Start a conversation as a visitor.
-#[utoipa::path(tag = "widget", request_body = Object, responses((status = 201, description = "conversation_id, visitor, visitor_token"), (status = 404, description = "not_found")))]
+#[utoipa::path(tag = "widget", request_body = Object, responses((status = 403, description = "origin_not_allowed: the chatbot does not allow the request's Origin"), (status = 201, description = "conversation_id, visitor, visitor_token"), (status = 404, description = "not_found")))]
 #[post("/widget/v1/chatbots/{chatbot_id}/conversations")]
 async fn create_conversation(
     req: HttpRequest,
@@ -118,7 +118,7 @@ fn own(v: &Visitor, cid: &str) -> ApiResult<()> {
 }
 
 /// Messages of the visitor's conversation, newest first.
-#[utoipa::path(tag = "widget", params(PageQuery), responses((status = 200, description = "Collection of messages")), security(("visitor_token" = [])))]
+#[utoipa::path(tag = "widget", params(PageQuery), responses((status = 403, description = "origin_not_allowed: the chatbot does not allow the request's Origin"), (status = 200, description = "Collection of messages")), security(("visitor_token" = [])))]
 #[get("/widget/v1/conversations/{cid}/messages")]
 async fn list_messages(
     v: Visitor,
@@ -139,7 +139,7 @@ async fn list_messages(
 }
 
 /// A visitor's message; emits `message.received`.
-#[utoipa::path(tag = "widget", request_body = Object, responses((status = 201, description = "The message"), (status = 422, description = "validation_failed")), security(("visitor_token" = [])))]
+#[utoipa::path(tag = "widget", request_body = Object, responses((status = 403, description = "origin_not_allowed: the chatbot does not allow the request's Origin"), (status = 201, description = "The message"), (status = 422, description = "validation_failed")), security(("visitor_token" = [])))]
 #[post("/widget/v1/conversations/{cid}/messages")]
 async fn post_message(
     v: Visitor,
@@ -328,6 +328,7 @@ fn string_key(body: &Map<String, Value>, key: &str, errors: &mut Vec<FieldError>
 /// A click on a button. Exactly one of concurrent clicks on a group that
 /// turns off on click is accepted.
 #[utoipa::path(tag = "widget", request_body = Object, responses(
+    (status = 403, description = "origin_not_allowed: the chatbot does not allow the request's Origin"),
     (status = 200, description = "{\"message\"} with the new block state"),
     (status = 409, description = "block_disabled"),
     (status = 410, description = "interaction_closed"),
@@ -398,6 +399,7 @@ async fn click(
 /// A form submit. Values are checked against the stored fields; on any
 /// failure nothing is stored or sent.
 #[utoipa::path(tag = "widget", request_body = Object, responses(
+    (status = 403, description = "origin_not_allowed: the chatbot does not allow the request's Origin"),
     (status = 200, description = "{\"message\"} with the new block state"),
     (status = 409, description = "block_disabled"),
     (status = 410, description = "interaction_closed"),

@@ -174,7 +174,7 @@ fn last_event_id(req: &HttpRequest) -> Option<i64> {
 /// `message.updated`, `message.deleted` (`{"message_id"}`), `typing`
 /// (`{"conversation_id", "message_id", "active"}`). Each event's `id` is
 /// its position; `Last-Event-ID` replays what came after it.
-#[utoipa::path(tag = "widget", params(("Last-Event-ID" = Option<String>, Header, description = "Replay the entries after this event id")), responses((status = 200, description = "text/event-stream"), (status = 404, description = "not_found")))]
+#[utoipa::path(tag = "widget", params(("Last-Event-ID" = Option<String>, Header, description = "Replay the entries after this event id")), responses((status = 403, description = "origin_not_allowed: the chatbot does not allow the request's Origin"), (status = 200, description = "text/event-stream"), (status = 404, description = "not_found")))]
 #[get("/widget/v1/conversations/{cid}/stream")]
 pub async fn widget_stream(
     req: HttpRequest,

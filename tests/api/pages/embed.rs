@@ -500,3 +500,101 @@ async fn screenshots_of_the_launcher_closed_and_open() {
     chrome.close().await;
     site.stop().await;
 }
+
+#[actix_web::test]
+async fn a_team_answer_and_a_sent_form_show_in_every_tab() {
+    let app = spawn_app().await;
+    let site = Site::start().await;
+    let bot = bot_for(&app, "http://127.0.0.1:9/hook", json!([site.origin])).await;
+    let url = site.put("/", shop_page(&app.url("/widget.js"), &bot, "", ""));
+    let chrome = Chrome::launch().await;
+    let first = chrome.open(&url, 1280, 800).await;
+    let cid = open_panel(&first, &bot).await;
+    let buttons = post_bot_message(
+        &app,
+        &bot,
+        &cid,
+        json!({"text": "Ship today?", "blocks": [{"type": "actions", "block_id": "b1",
+        "elements": [{"type": "button", "action_id": "ship", "label": "Ship it"},
+                     {"type": "button", "action_id": "wait", "label": "Wait"}]}]}),
+    )
+    .await;
+    post_bot_message(&app, &bot, &cid, json!({"text": "Your details?", "blocks": [{"type": "form", "form_id": "details",
+        "submit_label": "Send", "fields": [{"name": "city", "type": "text", "label": "City", "required": true}]}]})).await;
+    first
+        .wait_for(&q("form[data-form-id=details]"), "the form")
+        .await;
+    first
+        .eval::<bool>(&format!(
+            "(() => {{ const f = {}; f.elements.city.value = 'Lyon'; f.requestSubmit(); return true; }})()",
+            q("form[data-form-id=details]")
+        ))
+        .await;
+    first
+        .wait_for(
+            &format!("{}.includes('Sent.')", panel_text()),
+            "the sent form",
+        )
+        .await;
+
+    // A team member answers the buttons from the inbox.
+    let list: Value = app
+        .get(
+            &format!("/api/v1/interactions?status=pending&conversation_id={cid}"),
+            &bot.api_key,
+        )
+        .await
+        .json()
+        .await
+        .expect("json");
+    let inter = list["data"]
+        .as_array()
+        .and_then(|d| d.iter().find(|i| i["message_id"] == buttons["id"]))
+        .expect("the buttons' interaction");
+    let r = app
+        .client
+        .post(app.url(&format!(
+            "/api/v1/interactions/{}/responses",
+            inter["id"].as_str().expect("id")
+        )))
+        .bearer_auth(&bot.api_key)
+        .header("Idempotency-Key", "team-1")
+        .json(&json!({"type": "choice", "option_ids": ["ship"]}))
+        .send()
+        .await
+        .expect("answer");
+    assert_eq!(r.status(), 200);
+    let team = "Answered by the team: “Ship it”.";
+    first
+        .wait_for(
+            &format!("{}.includes({})", panel_text(), json!(team)),
+            "the team's answer, live",
+        )
+        .await;
+
+    // Another tab of the same visitor: the same conversation, the same states.
+    let second = chrome.open(&url, 1280, 800).await;
+    let again = open_panel(&second, &bot).await;
+    assert_eq!(again, cid);
+    second
+        .wait_for(
+            &format!("{}.includes({})", panel_text(), json!(team)),
+            "the team's answer in the second tab",
+        )
+        .await;
+    let text: String = second.eval(&panel_text()).await;
+    assert!(!text.contains("You chose"), "{text}");
+    let city: Value = second
+        .eval(&format!(
+            "(() => {{ const f = {}; return [f.elements.city.value, f.elements.city.readOnly, f.querySelector('button[type=submit]').disabled]; }})()",
+            q("form[data-form-id=details]")
+        ))
+        .await;
+    assert_eq!(
+        city,
+        json!(["Lyon", true, true]),
+        "the sent form in the second tab"
+    );
+    chrome.close().await;
+    site.stop().await;
+}
