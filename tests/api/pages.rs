@@ -4,6 +4,8 @@
 mod browser;
 mod cdp;
 mod embed;
+mod embed_looks;
+mod site;
 
 use crate::helpers::{TestApp, spawn_app};
 
