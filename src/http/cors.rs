@@ -31,7 +31,12 @@ pub async fn widget_cors(
         return Ok(next.call(req).await?.map_into_left_body());
     }
     let Some(origin) = req.headers().get(header::ORIGIN).cloned() else {
-        return Ok(next.call(req).await?.map_into_left_body());
+        // The same URL answers browsers differently: shared caches must key
+        // on Origin.
+        let mut res = next.call(req).await?;
+        res.headers_mut()
+            .append(header::VARY, HeaderValue::from_static("Origin"));
+        return Ok(res.map_into_left_body());
     };
     if req.method() == Method::OPTIONS
         && let Some(method) = req

@@ -106,6 +106,24 @@ impl Tab {
         }
     }
 
+    /// Cuts the tab off the network (open connections included), or
+    /// brings it back.
+    pub async fn set_offline(&self, offline: bool) {
+        use chromiumoxide::cdp::browser_protocol::network::{
+            EmulateNetworkConditionsParams, EnableParams,
+        };
+        self.page
+            .execute(EnableParams::default())
+            .await
+            .expect("network domain");
+        self.page
+            .execute(EmulateNetworkConditionsParams::new(
+                offline, 0.0, -1.0, -1.0,
+            ))
+            .await
+            .expect("network conditions");
+    }
+
     pub async fn screenshot(&self) -> Vec<u8> {
         self.page
             .screenshot(ScreenshotParams::builder().build())

@@ -307,3 +307,46 @@ async fn a_team_answer_and_a_sent_form_show_in_every_tab() {
     chrome.close().await;
     site.stop().await;
 }
+
+#[actix_web::test]
+async fn a_lost_connection_shows_reconnecting_until_the_stream_is_back() {
+    let app = spawn_app().await;
+    let site = Site::start().await;
+    let bot = bot_for(&app, "http://127.0.0.1:9/hook", json!([site.origin])).await;
+    let url = site.put("/", shop_page(&app.url("/widget.js"), &bot, "", ""));
+    let chrome = Chrome::launch().await;
+    let tab = chrome.open(&url, 1280, 800).await;
+    let cid = open_panel(&tab, &bot).await;
+    let status = format!("{}.textContent", q(".bh-status"));
+    let shown: String = tab.eval(&status).await;
+    assert_eq!(shown, "", "nothing to say while live");
+    // Off the network, and the open stream dropped (as a page's Stop does).
+    tab.set_offline(true).await;
+    tab.eval::<Value>("window.stop()").await;
+    tab.wait_for(
+        &format!("{status} === 'Reconnecting…'"),
+        "the reconnecting state",
+    )
+    .await;
+    let visible: bool = tab
+        .eval(&format!("{}.offsetWidth > 0", q(".bh-status")))
+        .await;
+    assert!(visible, "the reconnecting state is visible");
+    tab.set_offline(false).await;
+    tab.wait_for(
+        &format!("{}.classList.contains('is-live')", q(".bh-live")),
+        "live again",
+    )
+    .await;
+    // What came meanwhile is shown once back.
+    post_bot_message(&app, &bot, &cid, json!({"text": "Still there?"})).await;
+    tab.wait_for(
+        &format!("{}.includes('Still there?')", panel_text()),
+        "a message after the break",
+    )
+    .await;
+    let shown: String = tab.eval(&status).await;
+    assert_eq!(shown, "");
+    chrome.close().await;
+    site.stop().await;
+}
