@@ -110,15 +110,18 @@ impl Tab {
     /// brings it back.
     pub async fn set_offline(&self, offline: bool) {
         use chromiumoxide::cdp::browser_protocol::network::{
-            EmulateNetworkConditionsParams, EnableParams,
+            EmulateNetworkConditionsByRuleParams, EnableParams, NetworkConditions,
         };
         self.page
             .execute(EnableParams::default())
             .await
             .expect("network domain");
+        // Every request (an empty pattern), no throttling.
+        let all = NetworkConditions::new("", 0.0, -1.0, -1.0);
         self.page
-            .execute(EmulateNetworkConditionsParams::new(
-                offline, 0.0, -1.0, -1.0,
+            .execute(EmulateNetworkConditionsByRuleParams::new(
+                offline,
+                vec![all],
             ))
             .await
             .expect("network conditions");
