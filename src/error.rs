@@ -59,6 +59,15 @@ impl ApiError {
             "a valid `Authorization: Bearer …` credential is required",
         )
     }
+    /// §9: a widget call from an origin its chatbot does not allow.
+    pub fn origin_not_allowed() -> Self {
+        Self::new(
+            StatusCode::FORBIDDEN,
+            "origin_not_allowed",
+            "Origin not allowed",
+            "this chatbot's widget may not be used from this origin",
+        )
+    }
     pub fn malformed_json(detail: impl Into<String>) -> Self {
         Self::new(
             StatusCode::BAD_REQUEST,
@@ -98,6 +107,11 @@ impl ApiError {
         }
     }
 }
+
+/// Marks the answer to a refused origin, so that no CORS header is added
+/// to it (`http::cors`).
+#[derive(Debug, Clone, Copy)]
+pub struct OriginRefused;
 
 /// An error (RFC 9457 problem details).
 #[derive(Serialize, utoipa::ToSchema)]
@@ -156,8 +170,13 @@ impl ResponseError for ApiError {
         {
             out.insert_header(("Retry-After", retry_after_secs.to_string()));
         }
-        out.content_type("application/problem+json")
-            .body(serde_json::to_vec(&body).unwrap_or_default())
+        let mut resp = out
+            .content_type("application/problem+json")
+            .body(serde_json::to_vec(&body).unwrap_or_default());
+        if code == "origin_not_allowed" {
+            resp.extensions_mut().insert(OriginRefused);
+        }
+        resp
     }
 }
 

@@ -36,7 +36,7 @@ export function openStream(url, opts) {
         const headers = { Authorization: `Bearer ${opts.token}`, Accept: "text/event-stream" };
         if (lastId) headers["Last-Event-ID"] = lastId;
         const res = await fetch(url, { headers, cache: "no-store", signal: ctl.signal });
-        if (res.status === 401 || res.status === 404) return opts.onFatal(res.status);
+        if (res.status === 401 || res.status === 403 || res.status === 404) return opts.onFatal(res.status);
         if (!res.ok || !res.body) throw new Error(`stream answered ${res.status}`);
         opts.onState(true);
         const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();

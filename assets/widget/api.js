@@ -27,6 +27,9 @@ export async function call(method, path, token, body) {
   return { status: res.status, ok: res.ok, body: json || {} };
 }
 
+/** What a visitor reads when the server cannot be reached (or refuses this site). */
+export const UNAVAILABLE = "The chat is unavailable right now. Please try again later.";
+
 export const REASONS = {
   expired: "This has expired.",
   takeover: "A team member has taken over this conversation.",
@@ -43,6 +46,7 @@ export function problem(r) {
     return reason ? REASONS[reason] : p.detail || "This is closed.";
   }
   if (p.code === "block_disabled") return "This was already answered.";
-  if (r.status === 0 || !p.code) return `Something went wrong (${r.status || "no answer"}). Please try again.`;
+  if (r.status === 0) return "The chat server could not be reached. Please try again.";
+  if (!p.code) return `Something went wrong (${r.status}). Please try again.`;
   return p.detail || p.title || p.code;
 }

@@ -17,7 +17,9 @@ function safeUrl(u) {
 function stateLine(block, chosenLabel) {
   const s = block.state || {};
   let text = null;
-  if (s.reason === "used") {
+  if (s.reason === "used" && s.answered_by === "member") {
+    text = chosenLabel ? `Answered by the team: “${chosenLabel}”.` : "Answered by the team.";
+  } else if (s.reason === "used") {
     if (chosenLabel) text = `You chose “${chosenLabel}”.`;
     else text = block.type === "form" ? "Sent." : "Answered.";
   } else if (s.reason) {
@@ -25,7 +27,8 @@ function stateLine(block, chosenLabel) {
   } else if (s.disabled) {
     text = "No longer available.";
   }
-  return text ? h("p", { class: `bh-state bh-state--${s.reason || "off"}` }, text) : null;
+  const who = s.answered_by === "member" ? " bh-state--team" : "";
+  return text ? h("p", { class: `bh-state bh-state--${s.reason || "off"}${who}` }, text) : null;
 }
 
 /** onClick(button, groupElement, errorElement). */
@@ -44,16 +47,24 @@ export function renderActions(b, onClick) {
       class: `bh-btn bh-btn--${e.style || "default"}${isChosen ? " is-chosen" : ""}`,
       disabled: s.disabled,
       "aria-pressed": isChosen ? "true" : null,
+      dataset: { actionId: e.action_id },
       onclick: (ev) => onClick(e, ev.currentTarget.parentElement, err),
     }, isChosen ? "✓ " : null, e.label);
   });
   return h("div", { class: `bh-block bh-actions${s.disabled ? " is-disabled" : ""}`, dataset: { blockId: b.block_id } },
-    h("div", { class: "bh-buttons" }, buttons), stateLine(b, chosen && chosen.label), err);
+    h("div", { class: "bh-buttons", role: "group", tabindex: "-1", "aria-label": "Choices", dataset: { focusGroup: "" } }, buttons),
+    stateLine(b, chosen && chosen.label), err);
 }
 
+/** A used form's fields show what was sent: text can be read and copied
+ * (read-only), choices cannot be changed (off). */
 function renderField(f, id, disabled) {
   const errId = `${id}-error`;
-  const common = { id, name: f.name, disabled, "aria-describedby": errId, required: f.required };
+  const textual = f.type !== "select" && f.type !== "checkbox";
+  const common = {
+    id, name: f.name, "aria-describedby": errId, required: f.required,
+    disabled: disabled && !textual, readonly: disabled && textual,
+  };
   let control;
   if (f.type === "textarea") {
     control = h("textarea", { ...common, rows: 3, maxlength: f.max, placeholder: f.placeholder });
@@ -131,8 +142,10 @@ export function renderForm(b, uid, onSubmit) {
   const s = b.state || {};
   const err = h("p", { class: "bh-error", role: "alert" });
   const form = h("form", {
-    class: `bh-block bh-form${s.disabled ? " is-disabled" : ""}`,
+    class: `bh-block bh-form${s.disabled ? " is-disabled" : ""}${s.values ? " is-sent" : ""}`,
     novalidate: true,
+    tabindex: "-1",
+    "data-focus-group": "",
     dataset: { blockId: b.block_id, formId: b.form_id },
     onsubmit: (ev) => {
       ev.preventDefault();

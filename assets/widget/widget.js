@@ -3,10 +3,58 @@
 
 import { h, valueName } from "../lib/dom.js";
 import { openStream } from "../lib/sse.js";
-import { ORIGIN, call, problem } from "./api.js";
+import { ORIGIN, UNAVAILABLE, call, problem } from "./api.js";
 import { fillForm, formValues, renderActions, renderForm, showFieldErrors } from "./blocks.js";
 
 const PAGE = 50;
+const GREETING = "Hi! How can we help you today?";
+const NOT_HERE = "This chat is not available on this site.";
+
+/** localStorage, when the page may use it (a sandboxed page may not). */
+const storage = {
+  get(k) {
+    try {
+      return localStorage.getItem(k);
+    } catch {
+      return null;
+    }
+  },
+  set(k, v) {
+    try {
+      localStorage.setItem(k, v);
+    } catch {
+      // This visit only, then.
+    }
+  },
+  remove(k) {
+    try {
+      localStorage.removeItem(k);
+    } catch {
+      // Nothing was kept.
+    }
+  },
+};
+
+/** Where focus is inside a message: its block and its control. */
+function focusKeyOf(node, active) {
+  if (!active || !node.contains(active)) return null;
+  const block = active.closest("[data-block-id]");
+  if (!block) return null;
+  return { block: block.dataset.blockId, action: active.dataset.actionId || null, name: active.name || null };
+}
+
+/** Puts focus back on the same control of a re-rendered message, or on its
+ * block's group when that control is off. */
+function restoreFocus(node, key) {
+  const block = [...node.querySelectorAll("[data-block-id]")].find((b) => b.dataset.blockId === key.block);
+  if (!block) return;
+  const control = [...block.querySelectorAll("button, input, select, textarea")].find(
+    (c) => (key.action && c.dataset.actionId === key.action) || (key.name && c.name === key.name),
+  );
+  if (control && !control.disabled) return control.focus({ preventScroll: true });
+  const group = block.querySelector("[data-focus-group]") || block;
+  group.focus({ preventScroll: true });
+}
 
 function clock(iso) {
   const d = new Date(iso);
@@ -20,9 +68,10 @@ function older(a, b) {
 }
 
 export class Widget {
-  constructor(root, chatbotId) {
+  constructor(root, chatbotId, opts = {}) {
     this.root = root;
     this.chatbotId = chatbotId;
+    this.greetingText = (opts.greeting || "").trim() || GREETING;
     this.key = `blockhook.widget.${chatbotId}`;
     this.restarts = 0;
     this.reset();
@@ -39,7 +88,10 @@ export class Widget {
   }
 
   build() {
-    this.live = h("span", { class: "bh-live", title: "Connecting…" });
+    this.live = h("span", { class: "bh-live", "aria-hidden": "true" });
+    this.status = h("span", { class: "bh-status", role: "status" }, "Connecting…");
+    this.greeting = h("article", { class: "bh-msg bh-msg--bot bh-greeting" },
+      h("div", { class: "bh-bubble" }, this.greetingText));
     this.list = h("div", { class: "bh-list", role: "log", "aria-live": "polite" });
     this.earlier = h("button", { class: "bh-earlier", type: "button", hidden: true, onclick: () => this.loadEarlier() }, "Show earlier messages");
     this.typing = h("div", { class: "bh-typing", hidden: true, "aria-label": "The bot is typing" }, h("span"), h("span"), h("span"));
@@ -58,10 +110,10 @@ export class Widget {
       this.restarts = 0;
       this.restart();
     };
-    this.scroller = h("div", { class: "bh-scroll" }, this.earlier, this.list, this.typing);
+    this.scroller = h("div", { class: "bh-scroll" }, this.earlier, this.greeting, this.list, this.typing);
     this.root.replaceChildren(h("section", { class: "bh-widget", "aria-label": "Chat" },
       h("header", { class: "bh-header" },
-        h("span", { class: "bh-title" }, "Chat"), this.live,
+        h("span", { class: "bh-title" }, "Chat"), this.live, this.status,
         h("button", { class: "bh-link", type: "button", onclick: fresh }, "New conversation")),
       this.scroller, this.notice, this.sendError, this.composer));
   }
@@ -71,9 +123,18 @@ export class Widget {
     this.notice.hidden = !text;
   }
 
+  /** Stops here with a notice (nothing else to do until a reload). */
+  fail(text) {
+    if (this.stopStream) this.stopStream();
+    this.say(text);
+    this.composer.hidden = true;
+    this.status.textContent = "Offline";
+  }
+
   setLive(on) {
     this.live.classList.toggle("is-live", on);
-    this.live.title = on ? "Live" : "Reconnecting…";
+    this.status.textContent = on ? "" : this.connectedBefore ? "Reconnecting…" : "Connecting…";
+    this.status.classList.toggle("is-away", !on);
     // Back after a break: catch up on anything the replay cannot cover.
     if (on && this.connectedBefore) this.refresh();
     this.connectedBefore = this.connectedBefore || on;
@@ -83,7 +144,7 @@ export class Widget {
 
   save(patch) {
     this.sess = { ...(this.sess || {}), ...patch };
-    localStorage.setItem(this.key, JSON.stringify(this.sess));
+    storage.set(this.key, JSON.stringify(this.sess));
   }
 
   path(suffix) {
@@ -93,7 +154,7 @@ export class Widget {
   /** Resumes the stored (or `seed`) conversation, or starts one. */
   async start(seed) {
     try {
-      this.sess = JSON.parse(localStorage.getItem(this.key) || "null");
+      this.sess = JSON.parse(storage.get(this.key) || "null");
     } catch {
       this.sess = null;
     }
@@ -103,9 +164,10 @@ export class Widget {
     if (!this.sess || !this.sess.visitor_token) {
       const r = await call("POST", `/widget/v1/chatbots/${encodeURIComponent(this.chatbotId)}/conversations`, null, {});
       if (!r.ok) {
-        this.say(r.status === 404 ? `No chatbot ${this.chatbotId} here.` : `Could not start a conversation (${r.status}).`);
-        this.composer.hidden = true;
-        return;
+        if (r.status === 0) return this.fail(UNAVAILABLE);
+        if (r.status === 403) return this.fail(NOT_HERE);
+        if (r.status === 404) return this.fail(`No chatbot ${this.chatbotId} here.`);
+        return this.fail(`Could not start a conversation (${r.status}). Please try again later.`);
       }
       this.save({ conversation_id: r.body.conversation_id, visitor_token: r.body.visitor_token, last_event_id: null });
     }
@@ -114,7 +176,7 @@ export class Widget {
       lastId: this.sess.last_event_id,
       onEvent: (f) => this.onEvent(f),
       onState: (on) => this.setLive(on),
-      onFatal: () => this.restart(),
+      onFatal: (status) => (status === 403 ? this.fail(NOT_HERE) : this.restart()),
     });
     await this.load();
   }
@@ -124,7 +186,7 @@ export class Widget {
     if (this.stopStream) this.stopStream();
     this.restarts += 1;
     if (this.restarts > 3) return this.say("The conversation could not be resumed. Reload the page to try again.");
-    localStorage.removeItem(this.key);
+    storage.remove(this.key);
     this.sess = null;
     this.reset();
     await this.start(null);
@@ -134,11 +196,14 @@ export class Widget {
   async load() {
     const r = await call("GET", this.path(`/messages?limit=${PAGE}`), this.sess.visitor_token);
     if (r.status === 401 || r.status === 404) return this.restart();
+    if (r.status === 403) return this.fail(NOT_HERE);
+    if (r.status === 0) return this.fail(UNAVAILABLE);
     if (!r.ok) return this.say(`Could not load messages (${r.status}).`);
     this.say("");
     for (const m of r.body.data) this.upsert(m);
     this.cursor = r.body.page.next_cursor;
     this.earlier.hidden = !r.body.page.has_more;
+    this.greeting.hidden = r.body.page.has_more;
     this.scrollDown(true);
   }
 
@@ -150,6 +215,7 @@ export class Widget {
     for (const m of r.body.data) this.upsert(m);
     this.cursor = r.body.page.next_cursor;
     this.earlier.hidden = !r.body.page.has_more;
+    this.greeting.hidden = r.body.page.has_more;
     this.scroller.scrollTop = this.scroller.scrollHeight - fromBottom;
   }
 
@@ -202,7 +268,12 @@ export class Widget {
     const node = this.renderMessage(m);
     const prev = this.nodes.get(m.id);
     this.nodes.set(m.id, node);
-    if (prev) return prev.replaceWith(node);
+    if (prev) {
+      const key = focusKeyOf(prev, this.root.getRootNode().activeElement);
+      prev.replaceWith(node);
+      if (key) restoreFocus(node, key);
+      return;
+    }
     const next = [...this.messages.values()]
       .filter((x) => x.id !== m.id && older(m, x) && this.nodes.get(x.id).isConnected)
       .sort((a, b) => (older(a, b) ? -1 : 1))[0];
@@ -225,7 +296,7 @@ export class Widget {
       if (b.type !== "form") return null;
       const uid = `bh-${m.id}-${b.form_id}`;
       const form = renderForm(b, uid, (f, err) => this.submit(m, b, uid, f, err));
-      fillForm(form, this.sent.get(uid));
+      fillForm(form, (b.state && b.state.values) || this.sent.get(uid));
       return form;
     });
     return h("article", { class: `bh-msg bh-msg--${kind}`, dataset: { messageId: m.id } },
@@ -239,8 +310,16 @@ export class Widget {
     const buttons = group.querySelectorAll("button");
     buttons.forEach((x) => (x.disabled = true));
     const r = await call("POST", `/widget/v1/messages/${encodeURIComponent(m.id)}/clicks`, this.sess.visitor_token, { block_id: b.block_id, action_id: e.action_id });
-    if (r.ok && r.body.message) return this.upsert(r.body.message);
+    if (r.ok && r.body.message) {
+      this.upsert(r.body.message);
+      // The chosen button is off now: focus stays on its group.
+      const node = this.nodes.get(m.id);
+      if (node) restoreFocus(node, { block: b.block_id, action: e.action_id, name: null });
+      return;
+    }
     buttons.forEach((x) => (x.disabled = Boolean(b.state && b.state.disabled)));
+    const again = [...buttons].find((x) => x.dataset.actionId === e.action_id);
+    if (again && !again.disabled) again.focus();
     err.textContent = problem(r);
     if (r.status === 409 || r.status === 410) this.refresh();
   }

@@ -11,6 +11,13 @@ pub struct BlockState {
     pub disabled: bool,
     pub reason: Option<String>,
     pub chosen_action_id: Option<String>,
+    /// Who used the block (`visitor` or `member`), once it was used.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answered_by: Option<String>,
+    /// What was sent, once a form was used (the visitor's own values, shown
+    /// read-only by every widget of the conversation).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub values: Option<serde_json::Map<String, serde_json::Value>>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

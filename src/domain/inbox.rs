@@ -298,6 +298,7 @@ pub fn settle(
     values: Option<&Map<String, Value>>,
     answer: Option<&Value>,
     now_ms: i64,
+    by: &str,
 ) -> bool {
     let mut response = match answer {
         Some(body @ Value::Object(_)) => body.clone(),
@@ -308,7 +309,7 @@ pub fn settle(
     inter.response = Some(response);
     inter.answered_at = Some(now_ms);
     inter.updated_at = now_ms;
-    inter.spec.ask && msg.turn_off("used", |_| true)
+    inter.spec.ask && msg.mark_used(by)
 }
 
 /// What an accepted visitor action does, decided before anything is written.
@@ -361,6 +362,7 @@ pub fn decide(
             accepted.values.as_ref(),
             ctx.answer,
             ctx.now_ms,
+            &ctx.user.kind,
         );
         answered = Some(i.clone());
     }

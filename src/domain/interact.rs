@@ -205,6 +205,8 @@ pub fn apply(msg: &mut Message, ctx: &Context<'_>, action: &Action) -> Result<Ac
         state.disabled = true;
         state.reason = Some("used".into());
         state.chosen_action_id = Some(chosen);
+        state.answered_by = Some(ctx.user.kind.clone());
+        state.values = typed.clone();
         msg.updated_at = at;
     }
     Ok(Accepted {

@@ -8,6 +8,7 @@ pub mod ids;
 pub mod inbox;
 pub mod interact;
 pub mod model;
+pub mod origins;
 pub mod text;
 pub mod time;
 pub mod token;

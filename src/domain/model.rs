@@ -4,6 +4,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::domain::blocks::Block;
+use crate::domain::origins::AllowedOrigins;
 use crate::domain::time::rfc3339;
 
 /// A chatbot as stored (secrets hashed, durations in milliseconds).
@@ -20,6 +21,8 @@ pub struct Chatbot {
     pub endpoint_disabled: bool,
     pub member_id: String,
     pub created_at: i64,
+    /// Where its widget may be embedded (§9).
+    pub allowed_origins: AllowedOrigins,
 }
 
 impl Chatbot {
@@ -30,6 +33,7 @@ impl Chatbot {
             "webhook_url": self.webhook_url,
             "retention": crate::domain::duration::format(std::time::Duration::from_millis(self.retention_ms as u64)),
             "endpoint_disabled": self.endpoint_disabled,
+            "allowed_origins": self.allowed_origins.to_json(),
             "created_at": rfc3339(self.created_at),
         })
     }
@@ -103,6 +107,22 @@ impl Message {
                 let s = b.state_mut();
                 s.disabled = true;
                 s.reason = Some(reason.to_string());
+                changed = true;
+            }
+        }
+        changed
+    }
+
+    /// An answer used every block of the message (an asked question): each
+    /// still on turns off, `used`, answered by `by` (`visitor`, `member`).
+    pub fn mark_used(&mut self, by: &str) -> bool {
+        let mut changed = false;
+        for b in &mut self.blocks {
+            let s = b.state_mut();
+            if !s.disabled {
+                s.disabled = true;
+                s.reason = Some("used".into());
+                s.answered_by = Some(by.to_string());
                 changed = true;
             }
         }

@@ -10,6 +10,7 @@ use super::{AppState, views};
 use crate::delivery::ssrf;
 use crate::domain::ids::{hash_secret, new_id, new_secret, random_bytes};
 use crate::domain::model::Chatbot;
+use crate::domain::origins::AllowedOrigins;
 use crate::error::{ApiError, ApiResult, FieldError};
 
 pub fn routes(cfg: &mut utoipa_actix_web::service_config::ServiceConfig) {
@@ -42,6 +43,17 @@ fn retention(body: &Value, errors: &mut Vec<FieldError>) -> Option<Duration> {
     };
     errors.push(FieldError::new("/retention", code, message));
     None
+}
+
+/// `allowed_origins` of a body (§9), if given.
+fn allowed_origins(body: &Value, errors: &mut Vec<FieldError>) -> Option<AllowedOrigins> {
+    match AllowedOrigins::parse(body.get("allowed_origins")?) {
+        Ok(o) => Some(o),
+        Err(e) => {
+            errors.extend(e);
+            None
+        }
+    }
 }
 
 fn unknown_keys(body: &Value, allowed: &[&str], errors: &mut Vec<FieldError>) {
@@ -84,7 +96,11 @@ async fn create_chatbot(
 ) -> ApiResult<HttpResponse> {
     let body = body.0;
     let mut errors = Vec::new();
-    unknown_keys(&body, &["name", "webhook_url", "retention"], &mut errors);
+    unknown_keys(
+        &body,
+        &["name", "webhook_url", "retention", "allowed_origins"],
+        &mut errors,
+    );
     text_field(body.get("name"), "name", 200, &mut errors);
     if body.get("name").is_none_or(Value::is_null) {
         errors.push(FieldError::new("/name", "required", "name is required"));
@@ -100,6 +116,7 @@ async fn create_chatbot(
         None => {}
     }
     let retention = retention(&body, &mut errors).unwrap_or(Duration::from_secs(90 * 86400));
+    let allowed_origins = allowed_origins(&body, &mut errors).unwrap_or_default();
     if !errors.is_empty() {
         return Err(ApiError::Validation(errors));
     }
@@ -117,6 +134,7 @@ async fn create_chatbot(
         endpoint_disabled: false,
         member_id: new_id("mem"),
         created_at: st.now_ms(),
+        allowed_origins,
     };
     st.store
         .create_chatbot(bot.clone(), hash_secret(&api_key))
@@ -139,7 +157,8 @@ async fn get_chatbot(
     Ok(HttpResponse::Ok().json(bot.to_json()))
 }
 
-/// Change a chatbot's `name`, `webhook_url` or `retention`. A new
+/// Change a chatbot's `name`, `webhook_url`, `retention` or
+/// `allowed_origins`. A new
 /// `webhook_url` re-enables an endpoint disabled by `410 Gone`.
 #[utoipa::path(tag = "admin", request_body = views::ChatbotChange, responses((status = 200, description = "The chatbot", body = views::Chatbot)), security(("admin_token" = [])))]
 #[patch("/api/v1/chatbots/{id}")]
@@ -154,7 +173,13 @@ async fn update_chatbot(
     let mut errors = Vec::new();
     unknown_keys(
         &body,
-        &["name", "webhook_url", "retention", "endpoint_disabled"],
+        &[
+            "name",
+            "webhook_url",
+            "retention",
+            "endpoint_disabled",
+            "allowed_origins",
+        ],
         &mut errors,
     );
     let name = text_field(body.get("name"), "name", 200, &mut errors);
@@ -163,6 +188,7 @@ async fn update_chatbot(
         check_webhook(&st, u, &mut errors).await;
     }
     let retention = retention(&body, &mut errors);
+    let origins = allowed_origins(&body, &mut errors);
     let enable = match body.get("endpoint_disabled") {
         None => None,
         Some(Value::Bool(b)) => Some(*b),
@@ -190,6 +216,9 @@ async fn update_chatbot(
     }
     if let Some(r) = retention {
         bot.retention_ms = r.as_millis() as i64;
+    }
+    if let Some(o) = origins {
+        bot.allowed_origins = o;
     }
     st.store.update_chatbot(bot.clone()).await?;
     Ok(HttpResponse::Ok().json(bot.to_json()))

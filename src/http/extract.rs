@@ -12,6 +12,7 @@ use serde_json::Value;
 use super::AppState;
 use crate::domain::ids::hash_secret;
 use crate::domain::model::{Chatbot, Conversation};
+use crate::domain::origins::AllowedOrigins;
 use crate::error::ApiError;
 
 pub const WIDGET_LIMIT: usize = 64 * 1024;
@@ -220,7 +221,25 @@ impl FromRequest for Bot {
     }
 }
 
-/// A visitor token (`vt_…`), valid for one conversation.
+/// The request's `Origin` header, if any (sent by browsers on cross-origin
+/// requests and on same-origin POSTs).
+pub fn origin(req: &HttpRequest) -> Option<&str> {
+    req.headers()
+        .get(actix_web::http::header::ORIGIN)
+        .and_then(|v| v.to_str().ok())
+}
+
+/// §9: a widget call from an origin its chatbot does not allow is refused;
+/// a call without `Origin` (not from a browser page) is not affected.
+pub fn check_origin(origin: Option<&str>, allowed: &AllowedOrigins) -> Result<(), ApiError> {
+    match origin {
+        Some(o) if !allowed.allows(o) => Err(ApiError::origin_not_allowed()),
+        _ => Ok(()),
+    }
+}
+
+/// A visitor token (`vt_…`), valid for one conversation, used from an
+/// origin its chatbot allows.
 pub struct Visitor(pub Conversation);
 
 impl FromRequest for Visitor {
@@ -230,11 +249,15 @@ impl FromRequest for Visitor {
     fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
         let st = state(req);
         let token = bearer(req).map(hash_secret);
+        let origin = origin(req).map(str::to_owned);
         Box::pin(async move {
             let st = st?;
             let hash = token.ok_or_else(ApiError::unauthorized)?;
             match st.store.conversation_by_token(&hash).await {
-                Ok(c) => Ok(Visitor(c)),
+                Ok((c, origins)) => {
+                    check_origin(origin.as_deref(), &origins)?;
+                    Ok(Visitor(c))
+                }
                 Err(crate::store::StoreError::NotFound) => Err(ApiError::unauthorized()),
                 Err(e) => Err(e.into()),
             }

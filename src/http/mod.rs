@@ -4,6 +4,7 @@ pub mod access_log;
 pub mod admin;
 pub mod ask;
 pub mod bot;
+pub mod cors;
 pub mod extract;
 pub mod guard;
 pub mod inbox;
@@ -76,4 +77,5 @@ pub fn app(
         .route("/openapi.json", web::get().to(ops::openapi_json))
         .default_service(web::to(ops::not_found))
         .wrap(actix_web::middleware::from_fn(access_log::log_request))
+        .wrap(actix_web::middleware::from_fn(cors::widget_cors))
 }

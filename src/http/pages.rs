@@ -1,4 +1,5 @@
-//! The people-facing pages: the widget demo (`/widget` + `/widget.js`) and
+//! The people-facing pages: the widget demo (`/widget` + `/widget.js`, the
+//! script a customer's page embeds) and
 //! the reviewers' dashboard (`/dashboard`). Static files embedded from
 //! `assets/`; everything they show comes from the public API.
 
@@ -33,6 +34,10 @@ pub fn routes(cfg: &mut utoipa_actix_web::service_config::ServiceConfig) {
         );
     }
     cfg.route("/assets/{file:.+}", get_or_head().to(asset));
+    cfg.route(
+        "/favicon.ico",
+        get_or_head().to(|req: HttpRequest| async move { serve(&req, "favicon.svg") }),
+    );
 }
 
 fn get_or_head() -> actix_web::Route {
@@ -52,11 +57,15 @@ fn content_type(file: &str) -> &'static str {
         Some("html") => "text/html; charset=utf-8",
         Some("js") => "text/javascript; charset=utf-8",
         Some("css") => "text/css; charset=utf-8",
+        Some("svg") => "image/svg+xml",
+        Some("png") => "image/png",
         _ => "application/octet-stream",
     }
 }
 
-/// One embedded file, with an ETag so a reload costs a 304.
+/// One embedded file, with an ETag so a reload costs a 304. Scripts,
+/// styles and images may be loaded by pages of any origin (§9: the widget
+/// is a module script imported from the customer's site).
 fn serve(req: &HttpRequest, file: &str) -> HttpResponse {
     let Some(asset) = Assets::get(file) else {
         return HttpResponse::NotFound().finish();
@@ -81,6 +90,8 @@ fn serve(req: &HttpRequest, file: &str) -> HttpResponse {
     if file.ends_with(".html") {
         resp.insert_header((header::CONTENT_SECURITY_POLICY, CSP))
             .insert_header((header::REFERRER_POLICY, "no-referrer"));
+    } else {
+        resp.insert_header((header::ACCESS_CONTROL_ALLOW_ORIGIN, "*"));
     }
     if fresh {
         return resp.finish();

@@ -92,6 +92,8 @@ pub struct Chatbot {
     pub retention: String,
     /// Set when the endpoint answered `410 Gone` (deliveries wait).
     pub endpoint_disabled: bool,
+    /// Origins whose pages may use the widget, or `["*"]`.
+    pub allowed_origins: Vec<String>,
     pub created_at: String,
 }
 
@@ -103,6 +105,7 @@ pub struct CreatedChatbot {
     pub webhook_url: String,
     pub retention: String,
     pub endpoint_disabled: bool,
+    pub allowed_origins: Vec<String>,
     pub created_at: String,
     /// `sk_…`
     pub api_key: String,
@@ -121,6 +124,9 @@ pub struct NewChatbot {
     /// Seconds or a duration string (`"90d"`); default `"90d"`.
     #[schema(value_type = Option<Duration>)]
     pub retention: Option<Value>,
+    /// Origins (`scheme://host[:port]`) whose pages may use the widget, or
+    /// `["*"]` (the default).
+    pub allowed_origins: Option<Vec<String>>,
 }
 
 /// `PATCH /api/v1/chatbots/{id}`: every key optional.
@@ -134,6 +140,7 @@ pub struct ChatbotChange {
     #[schema(value_type = Option<Duration>)]
     pub retention: Option<Value>,
     pub endpoint_disabled: Option<bool>,
+    pub allowed_origins: Option<Vec<String>>,
 }
 
 /// A number of seconds or a string such as `"500ms"`, `"90s"`, `"10m"`, `"2h"`, `"30d"`.

@@ -1,10 +1,10 @@
 //! Widget API (visitor token): conversations, messages, clicks, form
 //! submits and the live stream.
 
-use actix_web::{HttpResponse, get, post, web};
+use actix_web::{HttpRequest, HttpResponse, get, post, web};
 use serde_json::{Map, Value, json};
 
-use super::extract::{JsonBody, PageQuery, Visitor, collection, typed};
+use super::extract::{JsonBody, PageQuery, Visitor, check_origin, collection, origin, typed};
 use super::{AppState, views};
 use crate::domain::events::{self, Base};
 use crate::domain::ids::{hash_secret, new_id, new_secret};
@@ -48,16 +48,17 @@ pub fn view(st: &AppState, conv: &Conversation, retention_ms: i64, mut msg: Mess
 }
 
 /// Start a conversation as a visitor.
-#[utoipa::path(tag = "widget", request_body(content = Option<views::NewConversation>), responses((status = 201, description = "The conversation, its visitor and the visitor token", body = views::CreatedConversation)))]
+#[utoipa::path(tag = "widget", request_body(content = Option<views::NewConversation>), responses((status = 403, description = "origin_not_allowed: the chatbot does not allow the request's Origin"), (status = 201, description = "The conversation, its visitor and the visitor token", body = views::CreatedConversation)))]
 #[post("/widget/v1/chatbots/{chatbot_id}/conversations")]
 async fn create_conversation(
-    req: actix_web::HttpRequest,
+    req: HttpRequest,
     st: web::Data<AppState>,
     chatbot_id: web::Path<String>,
     body: JsonBody,
 ) -> ApiResult<HttpResponse> {
     super::guard::conversation(&st, &req)?;
     let bot = st.store.get_chatbot(&chatbot_id).await?;
+    check_origin(origin(&req), &bot.allowed_origins)?;
     let display_name = match body.0.get("display_name") {
         None | Some(Value::Null) => {
             use rand::Rng;
@@ -119,7 +120,7 @@ fn own(v: &Visitor, cid: &str) -> ApiResult<()> {
 }
 
 /// Messages of the visitor's conversation, newest first.
-#[utoipa::path(tag = "widget", operation_id = "widget_list_messages", params(PageQuery), responses((status = 200, description = "Messages, newest first", body = views::MessagePage)), security(("visitor_token" = [])))]
+#[utoipa::path(tag = "widget", operation_id = "widget_list_messages", params(PageQuery), responses((status = 403, description = "origin_not_allowed: the chatbot does not allow the request's Origin"), (status = 200, description = "Messages, newest first", body = views::MessagePage)), security(("visitor_token" = [])))]
 #[get("/widget/v1/conversations/{cid}/messages")]
 async fn list_messages(
     v: Visitor,
@@ -140,7 +141,7 @@ async fn list_messages(
 }
 
 /// A visitor's message; emits `message.received`.
-#[utoipa::path(tag = "widget", operation_id = "widget_post_message", request_body = views::VisitorMessage, responses((status = 201, description = "The message", body = views::Message)), security(("visitor_token" = [])))]
+#[utoipa::path(tag = "widget", operation_id = "widget_post_message", request_body = views::VisitorMessage, responses((status = 403, description = "origin_not_allowed: the chatbot does not allow the request's Origin"), (status = 201, description = "The message", body = views::Message)), security(("visitor_token" = [])))]
 #[post("/widget/v1/conversations/{cid}/messages")]
 async fn post_message(
     v: Visitor,
@@ -330,6 +331,7 @@ fn string_key(body: &Map<String, Value>, key: &str, errors: &mut Vec<FieldError>
 /// A click on a button. Exactly one of concurrent clicks on a group that
 /// turns off on click is accepted.
 #[utoipa::path(tag = "widget", request_body = views::Click, responses(
+    (status = 403, description = "origin_not_allowed: the chatbot does not allow the request's Origin"),
     (status = 200, description = "The message with the new block state", body = views::MessageEnvelope),
     (status = 409, description = "block_disabled"),
     (status = 410, description = "interaction_closed"),
@@ -400,6 +402,7 @@ async fn click(
 /// A form submit. Values are checked against the stored fields; on any
 /// failure nothing is stored or sent.
 #[utoipa::path(tag = "widget", request_body = views::FormSubmit, responses(
+    (status = 403, description = "origin_not_allowed: the chatbot does not allow the request's Origin"),
     (status = 200, description = "The message with the new block state", body = views::MessageEnvelope),
     (status = 409, description = "block_disabled"),
     (status = 410, description = "interaction_closed"),

@@ -13,6 +13,7 @@ use crate::domain::error::Rejection;
 use crate::domain::inbox::{Interaction, NewInteraction};
 use crate::domain::interact::Action;
 use crate::domain::model::{Chatbot, Conversation, Message, Person};
+use crate::domain::origins::AllowedOrigins;
 
 pub type BoxFut<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
@@ -247,7 +248,12 @@ pub trait Store: Send + Sync + 'static {
         token_hash: String,
     ) -> BoxFut<'_, StoreResult<()>>;
     fn get_conversation(&self, id: &str) -> BoxFut<'_, StoreResult<Conversation>>;
-    fn conversation_by_token(&self, token_hash: &str) -> BoxFut<'_, StoreResult<Conversation>>;
+    /// A visitor token's conversation, with its chatbot's `allowed_origins`
+    /// (checked against the `Origin` of every widget call).
+    fn conversation_by_token(
+        &self,
+        token_hash: &str,
+    ) -> BoxFut<'_, StoreResult<(Conversation, AllowedOrigins)>>;
     /// A member takes over: blocks turn off with reason `takeover`.
     fn takeover(
         &self,

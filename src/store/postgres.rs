@@ -11,11 +11,15 @@ use sqlx::{Postgres, Row, Transaction};
 use super::*;
 use crate::domain::error::Rejection;
 use crate::domain::inbox::{Interaction, NewInteraction};
+use crate::domain::origins::AllowedOrigins;
 use crate::hub::{ApiEvent, Hub};
 
 mod inbox;
 
-const MIGRATIONS: &[&str] = &[include_str!("../../migrations/postgres/0001_init.sql")];
+const MIGRATIONS: &[&str] = &[
+    include_str!("../../migrations/postgres/0001_init.sql"),
+    include_str!("../../migrations/postgres/0002_allowed_origins.sql"),
+];
 
 pub struct PostgresStore {
     pool: PgPool,
@@ -74,7 +78,7 @@ impl PostgresStore {
     }
 }
 
-const CHATBOT_COLS: &str = "id, name, webhook_url, retention_ms, signing_secret, previous_secret, previous_until, endpoint_disabled, member_id, created_at";
+const CHATBOT_COLS: &str = "id, name, webhook_url, retention_ms, signing_secret, previous_secret, previous_until, endpoint_disabled, member_id, created_at, allowed_origins";
 
 fn chatbot_row(r: &PgRow) -> Result<Chatbot, sqlx::Error> {
     let prev: Option<String> = r.try_get(5)?;
@@ -89,6 +93,7 @@ fn chatbot_row(r: &PgRow) -> Result<Chatbot, sqlx::Error> {
         endpoint_disabled: r.try_get::<i64, _>(7)? != 0,
         member_id: r.try_get(8)?,
         created_at: r.try_get(9)?,
+        allowed_origins: AllowedOrigins::from_stored(r.try_get::<&str, _>(10)?),
     })
 }
 
@@ -444,8 +449,8 @@ impl Store for PostgresStore {
     fn create_chatbot(&self, b: Chatbot, api_key_hash: String) -> BoxFut<'_, StoreResult<()>> {
         Box::pin(async move {
             sqlx::query(
-                "INSERT INTO chatbots (id, name, webhook_url, retention_ms, api_key_hash, signing_secret, member_id, created_at)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+                "INSERT INTO chatbots (id, name, webhook_url, retention_ms, api_key_hash, signing_secret, member_id, created_at, allowed_origins)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
             )
             .bind(&b.id)
             .bind(&b.name)
@@ -455,6 +460,7 @@ impl Store for PostgresStore {
             .bind(&b.signing_secret)
             .bind(&b.member_id)
             .bind(b.created_at)
+            .bind(b.allowed_origins.to_stored())
             .execute(&self.pool)
             .await
             .map_err(backend)?;
@@ -500,7 +506,7 @@ impl Store for PostgresStore {
             };
             let n = sqlx::query(
                 "UPDATE chatbots SET name = $2, webhook_url = $3, retention_ms = $4, signing_secret = $5,
-                 previous_secret = $6, previous_until = $7, endpoint_disabled = $8 WHERE id = $1",
+                 previous_secret = $6, previous_until = $7, endpoint_disabled = $8, allowed_origins = $9 WHERE id = $1",
             )
             .bind(&b.id)
             .bind(&b.name)
@@ -510,6 +516,7 @@ impl Store for PostgresStore {
             .bind(prev)
             .bind(until)
             .bind(b.endpoint_disabled as i64)
+            .bind(b.allowed_origins.to_stored())
             .execute(&self.pool)
             .await
             .map_err(backend)?
@@ -562,18 +569,26 @@ impl Store for PostgresStore {
         })
     }
 
-    fn conversation_by_token(&self, token_hash: &str) -> BoxFut<'_, StoreResult<Conversation>> {
+    fn conversation_by_token(
+        &self,
+        token_hash: &str,
+    ) -> BoxFut<'_, StoreResult<(Conversation, AllowedOrigins)>> {
         let h = token_hash.to_string();
         Box::pin(async move {
-            let q = format!("SELECT {CONV_COLS} FROM conversations WHERE token_hash = $1");
-            let row = sqlx::query(&q)
-                .bind(&h)
-                .fetch_optional(&self.pool)
-                .await
-                .map_err(backend)?;
-            row.map(|r| conversation_row(&r).map_err(backend))
-                .transpose()?
-                .ok_or(StoreError::NotFound)
+            let row = sqlx::query(
+                "SELECT c.id, c.chatbot_id, c.visitor_id, c.visitor_name, c.taken_over_by, c.created_at, b.allowed_origins
+                 FROM conversations c JOIN chatbots b ON b.id = c.chatbot_id WHERE c.token_hash = $1",
+            )
+            .bind(&h)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(backend)?;
+            let Some(r) = row else {
+                return Err(StoreError::NotFound);
+            };
+            let conv = conversation_row(&r).map_err(backend)?;
+            let origins = AllowedOrigins::from_stored(r.try_get::<&str, _>(6).map_err(backend)?);
+            Ok((conv, origins))
         })
     }
 

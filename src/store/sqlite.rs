@@ -16,6 +16,7 @@ use tokio::sync::oneshot;
 use super::*;
 use crate::domain::error::Rejection;
 use crate::domain::inbox::{Interaction, NewInteraction};
+use crate::domain::origins::AllowedOrigins;
 use crate::hub::{ApiEvent, Hub};
 
 mod cache;
@@ -26,6 +27,7 @@ mod inbox;
 const MIGRATIONS: &[&str] = &[
     include_str!("../../migrations/sqlite/0001_init.sql"),
     include_str!("../../migrations/sqlite/0002_attempts_without_rowid.sql"),
+    include_str!("../../migrations/sqlite/0003_allowed_origins.sql"),
 ];
 const MAX_BATCH: usize = 512;
 /// Visitor tokens kept by the read cache.
@@ -75,7 +77,7 @@ pub struct SqliteStore {
     /// Leased deliveries and the hot queue (see `claims`).
     claims: Arc<Mutex<claims::Claims>>,
     /// Conversations by visitor-token hash, read by every widget request.
-    visitors: cache::ReadCache<Conversation>,
+    visitors: cache::ReadCache<(Conversation, AllowedOrigins)>,
     hub: Arc<Hub>,
 }
 
@@ -452,10 +454,10 @@ fn syncer_loop(
 
 // ---- row mapping -----------------------------------------------------------
 
-const CHATBOT_COLS: &str = "id, name, webhook_url, retention_ms, signing_secret, previous_secret, previous_until, endpoint_disabled, member_id, created_at";
+const CHATBOT_COLS: &str = "id, name, webhook_url, retention_ms, signing_secret, previous_secret, previous_until, endpoint_disabled, member_id, created_at, allowed_origins";
 /// [`CHATBOT_COLS`] of a join's `b` (chatbots), read by [`chatbot_row`] first.
-const CHATBOT_COLS_OF_B: &str = "b.id, b.name, b.webhook_url, b.retention_ms, b.signing_secret, b.previous_secret, b.previous_until, b.endpoint_disabled, b.member_id, b.created_at";
-const CHATBOT_COL_COUNT: usize = 10;
+const CHATBOT_COLS_OF_B: &str = "b.id, b.name, b.webhook_url, b.retention_ms, b.signing_secret, b.previous_secret, b.previous_until, b.endpoint_disabled, b.member_id, b.created_at, b.allowed_origins";
+const CHATBOT_COL_COUNT: usize = 11;
 
 fn chatbot_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Chatbot> {
     let prev: Option<String> = r.get(5)?;
@@ -470,10 +472,15 @@ fn chatbot_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Chatbot> {
         endpoint_disabled: r.get::<_, i64>(7)? != 0,
         member_id: r.get(8)?,
         created_at: r.get(9)?,
+        allowed_origins: AllowedOrigins::from_stored(&r.get::<_, String>(10)?),
     })
 }
 
 const CONV_COLS: &str = "id, chatbot_id, visitor_id, visitor_name, taken_over_by, created_at";
+const CONV_COL_COUNT: usize = 6;
+/// A visitor token's conversation and its chatbot's `allowed_origins`.
+const CONV_BY_TOKEN: &str = "SELECT c.id, c.chatbot_id, c.visitor_id, c.visitor_name, c.taken_over_by, c.created_at, b.allowed_origins
+     FROM conversations c JOIN chatbots b ON b.id = c.chatbot_id WHERE c.token_hash = ?1";
 
 fn conversation_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Conversation> {
     let taken: Option<String> = r.get(4)?;
@@ -871,9 +878,9 @@ impl Store for SqliteStore {
     fn create_chatbot(&self, b: Chatbot, api_key_hash: String) -> BoxFut<'_, StoreResult<()>> {
         Box::pin(self.write(move |c| {
             c.execute(
-                "INSERT INTO chatbots (id, name, webhook_url, retention_ms, api_key_hash, signing_secret, member_id, created_at)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-                params![b.id, b.name, b.webhook_url, b.retention_ms, api_key_hash, b.signing_secret, b.member_id, b.created_at],
+                "INSERT INTO chatbots (id, name, webhook_url, retention_ms, api_key_hash, signing_secret, member_id, created_at, allowed_origins)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+                params![b.id, b.name, b.webhook_url, b.retention_ms, api_key_hash, b.signing_secret, b.member_id, b.created_at, b.allowed_origins.to_stored()],
             )
             .map_err(backend)?;
             Ok(())
@@ -915,8 +922,8 @@ impl Store for SqliteStore {
                 let n = c
                     .execute(
                         "UPDATE chatbots SET name = ?2, webhook_url = ?3, retention_ms = ?4, signing_secret = ?5,
-                         previous_secret = ?6, previous_until = ?7, endpoint_disabled = ?8 WHERE id = ?1",
-                        params![b.id, b.name, b.webhook_url, b.retention_ms, b.signing_secret, prev, until, b.endpoint_disabled as i64],
+                         previous_secret = ?6, previous_until = ?7, endpoint_disabled = ?8, allowed_origins = ?9 WHERE id = ?1",
+                        params![b.id, b.name, b.webhook_url, b.retention_ms, b.signing_secret, prev, until, b.endpoint_disabled as i64, b.allowed_origins.to_stored()],
                     )
                     .map_err(backend)?;
                 if n == 0 {
@@ -925,6 +932,8 @@ impl Store for SqliteStore {
                 Ok(())
             })
             .await?;
+            // Cached visitor tokens carry the chatbot's allowed origins.
+            self.visitors.invalidate();
             self.claims.lock().chatbot_changed(&bot_id, !enabled);
             if enabled {
                 hub.new_events.notify_one();
@@ -960,16 +969,20 @@ impl Store for SqliteStore {
         Box::pin(async move { r?.ok_or(StoreError::NotFound) })
     }
 
-    fn conversation_by_token(&self, token_hash: &str) -> BoxFut<'_, StoreResult<Conversation>> {
+    fn conversation_by_token(
+        &self,
+        token_hash: &str,
+    ) -> BoxFut<'_, StoreResult<(Conversation, AllowedOrigins)>> {
         let r = match self.visitors.get(token_hash) {
             Ok(v) => Ok(v),
             Err(generation) => self
                 .read(|c| {
-                    c.prepare_cached(&format!(
-                        "SELECT {CONV_COLS} FROM conversations WHERE token_hash = ?1"
-                    ))?
-                    .query_row([token_hash], conversation_row)
-                    .optional()
+                    c.prepare_cached(CONV_BY_TOKEN)?
+                        .query_row([token_hash], |r| {
+                            let origins: String = r.get(CONV_COL_COUNT)?;
+                            Ok((conversation_row(r)?, AllowedOrigins::from_stored(&origins)))
+                        })
+                        .optional()
                 })
                 .and_then(|v| v.ok_or(StoreError::NotFound))
                 .inspect(|v| self.visitors.put(generation, token_hash, v)),

@@ -108,7 +108,7 @@ async fn every_interactive_block_is_an_interaction_a_member_can_answer() {
         .unwrap();
     assert_eq!(
         msgs["data"][0]["blocks"][0]["state"],
-        json!({"disabled": true, "reason": "used", "chosen_action_id": "deny"})
+        json!({"disabled": true, "reason": "used", "chosen_action_id": "deny", "answered_by": "member"})
     );
 
     // Same key, same body: the first answer again. Different body: conflict.

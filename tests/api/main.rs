@@ -6,6 +6,7 @@ mod helpers;
 mod bench_smoke;
 mod core;
 mod delivery;
+mod embed;
 mod inbox;
 mod newcomer;
 mod pages;

@@ -2,6 +2,10 @@
 //! served from the binary, over real HTTP (and in a real browser, `browser`).
 
 mod browser;
+mod cdp;
+mod embed;
+mod embed_looks;
+mod site;
 
 use crate::helpers::{TestApp, spawn_app};
 

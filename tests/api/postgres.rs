@@ -24,7 +24,7 @@ async fn click_is_delivered_signed_with_the_exact_payload() {
     let body: Value = r.json().await.unwrap();
     assert_eq!(
         body["message"]["blocks"][0]["state"],
-        json!({"disabled": true, "reason": "used", "chosen_action_id": "approve"})
+        json!({"disabled": true, "reason": "used", "chosen_action_id": "approve", "answered_by": "visitor"})
     );
 
     let got = rx.take(1, WAIT).await.remove(0);

@@ -180,7 +180,7 @@ fn last_event_id(req: &HttpRequest) -> Option<i64> {
 /// `message.updated`, `message.deleted` (`{"message_id"}`), `typing`
 /// (`{"conversation_id", "message_id", "active"}`). Each event's `id` is
 /// its position; `Last-Event-ID` replays what came after it.
-#[utoipa::path(tag = "widget", params(("Last-Event-ID" = Option<String>, Header, description = "Replay the entries after this event id")), responses((status = 200, description = "Server-Sent Events: `message.created`, `message.updated`, `message.deleted`, `typing`; each `data:` is the message (or `{\"message_id\"}`)", content_type = "text/event-stream", body = String)), security(("visitor_token" = [])))]
+#[utoipa::path(tag = "widget", params(("Last-Event-ID" = Option<String>, Header, description = "Replay the entries after this event id")), responses((status = 403, description = "origin_not_allowed: the chatbot does not allow the request's Origin"), (status = 200, description = "Server-Sent Events: `message.created`, `message.updated`, `message.deleted`, `typing`; each `data:` is the message (or `{\"message_id\"}`)", content_type = "text/event-stream", body = String)), security(("visitor_token" = [])))]
 #[get("/widget/v1/conversations/{cid}/stream")]
 pub async fn widget_stream(
     req: HttpRequest,

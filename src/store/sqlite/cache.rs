@@ -1,5 +1,6 @@
 //! A read-through cache of rows that change rarely and only through this
-//! process (a visitor token's conversation: only a takeover changes it),
+//! process (a visitor token's conversation with its chatbot's allowed
+//! origins: only a takeover or a change of the chatbot changes it),
 //! which owns the SQLite file. Every change empties the cache after its
 //! commit; a generation number keeps a read that raced with the change from
 //! putting the old row back.

@@ -25,7 +25,7 @@ async fn a_click_answers_200_with_the_used_block_and_queues_one_event() {
     assert_eq!(v["message"]["id"], mid);
     assert_eq!(
         v["message"]["blocks"][0]["state"],
-        json!({"disabled": true, "reason": "used", "chosen_action_id": "approve"})
+        json!({"disabled": true, "reason": "used", "chosen_action_id": "approve", "answered_by": "visitor"})
     );
     assert_eq!(
         widget_message(&app, &conv, mid).await["blocks"][0]["state"],

@@ -86,10 +86,17 @@ async fn an_accepted_submit_turns_the_form_off_and_a_second_is_409() {
     let mid = m["id"].as_str().unwrap();
     let ok = json!({"full_name": "Ana", "email": "ana@example.com", "consent": true});
     let v = json_of(app.submit(&conv, mid, "f1", ok.clone()).await, 200).await;
+    let state = &v["message"]["blocks"][0]["state"];
     assert_eq!(
-        v["message"]["blocks"][0]["state"],
-        json!({"disabled": true, "reason": "used", "chosen_action_id": "f1"})
+        [&state["disabled"], &state["reason"], &state["chosen_action_id"], &state["answered_by"]],
+        [&json!(true), &json!("used"), &json!("f1"), &json!("visitor")],
+        "{state}"
     );
+    // What was sent is kept with the block, for every widget of the
+    // conversation to show.
+    assert_eq!(state["values"]["full_name"], "Ana", "{state}");
+    assert_eq!(state["values"]["email"], "ana@example.com", "{state}");
+    assert_eq!(state["values"]["consent"], true, "{state}");
     problem(
         app.submit(&conv, mid, "f1", ok).await,
         409,

@@ -1,15 +1,13 @@
 //! The widget in a real headless Chromium: what a visitor sees after load.
 //! Chromium is required: a missing browser fails these tests, never skips.
 
-use std::path::PathBuf;
-use std::time::Duration;
-
 use serde_json::json;
+use std::path::PathBuf;
 
 use crate::helpers::{Bot, Conv, TestApp, spawn_app};
 
 /// `BLOCKHOOK_CHROMIUM`, or Debian's `/usr/bin/chromium`.
-fn chromium() -> PathBuf {
+pub fn chromium() -> PathBuf {
     let path = std::env::var_os("BLOCKHOOK_CHROMIUM")
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from("/usr/bin/chromium"));
@@ -22,37 +20,19 @@ fn chromium() -> PathBuf {
     path
 }
 
-/// Loads `url` in a fresh headless Chromium and returns the DOM after the
-/// page's scripts ran.
+/// Loads `url` in a fresh headless Chromium and returns the DOM, shadow
+/// roots included, once the widget shows its messages.
 async fn dump_dom(url: &str) -> String {
-    let profile = tempfile::tempdir().expect("profile dir");
-    let mut cmd = tokio::process::Command::new(chromium());
-    cmd.args([
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-quic",
-        "--disable-dev-shm-usage",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        "--virtual-time-budget=5000",
-        "--dump-dom",
-    ])
-    .arg(format!("--user-data-dir={}", profile.path().display()))
-    .arg(url)
-    .kill_on_drop(true);
-    let out = tokio::time::timeout(Duration::from_secs(60), cmd.output())
-        .await
-        .expect("Chromium did not finish within 60 s")
-        .expect("Chromium could not be started");
-    assert!(
-        out.status.success(),
-        "Chromium failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).expect("utf-8 DOM")
+    let chrome = super::cdp::Chrome::launch().await;
+    let tab = chrome.open(url, 1280, 900).await;
+    tab.wait_for(
+        "document.querySelector('[data-blockhook-widget]')?.shadowRoot?.querySelector('.bh-list .bh-msg')",
+        "the widget's messages",
+    )
+    .await;
+    let dom: String = tab.eval(super::cdp::DUMP).await;
+    chrome.close().await;
+    dom
 }
 
 /// The demo page resuming `conv` (the fragment hands the widget the
