@@ -36,9 +36,10 @@ pub async fn run(
         duration_ms: 0,
         error: None,
         response_excerpt: None,
+        request_headers: None,
         next: AttemptNext::Succeeded,
     };
-    match send(st, client, bot, c, number).await {
+    match send(st, client, bot, c, number, &mut rec.request_headers).await {
         Ok(mut resp) => {
             let status = resp.status();
             rec.status_code = Some(status.as_u16());
@@ -154,6 +155,7 @@ async fn send(
     bot: &Chatbot,
     c: &Claimed,
     number: u32,
+    sent_headers: &mut Option<String>,
 ) -> Result<reqwest::Response, String> {
     // Parsed once: the checked URL is the one sent to.
     let url = ssrf::check_literal(&bot.webhook_url, st.config.allow_private_webhooks)
@@ -161,7 +163,7 @@ async fn send(
     let now = now_ms();
     let ts = now / 1000;
     let sig = signing::header(&bot.live_secrets(now), &c.event_id, ts, &c.payload);
-    client
+    let req = client
         .post(url)
         .header(reqwest::header::CONTENT_TYPE, "application/json")
         .header(WEBHOOK_ID, &c.event_id)
@@ -169,22 +171,40 @@ async fn send(
         .header(WEBHOOK_SIGNATURE, sig)
         .header(ATTEMPT, reqwest::header::HeaderValue::from(number))
         .body(c.payload.clone())
-        .send()
-        .await
-        .map_err(|e| {
-            if let Some(r) = ssrf::refusal_in(&e) {
-                refusal_error(r)
-            } else if e.is_timeout() {
-                format!(
-                    "E_TIMEOUT: no answer within {:?}",
-                    st.config.delivery_timeout
-                )
-            } else if e.is_connect() {
-                format!("E_CONNECTION: {}", causes(&e))
-            } else {
-                format!("E_REQUEST: {}", causes(&e))
-            }
-        })
+        .build()
+        .map_err(|e| format!("E_REQUEST: {}", causes(&e)))?;
+    *sent_headers = Some(headers_json(req.headers(), c.payload.len()));
+    client.execute(req).await.map_err(|e| {
+        if let Some(r) = ssrf::refusal_in(&e) {
+            refusal_error(r)
+        } else if e.is_timeout() {
+            format!(
+                "E_TIMEOUT: no answer within {:?}",
+                st.config.delivery_timeout
+            )
+        } else if e.is_connect() {
+            format!("E_CONNECTION: {}", causes(&e))
+        } else {
+            format!("E_REQUEST: {}", causes(&e))
+        }
+    })
+}
+
+/// The headers of a request as sent, as one JSON object (the length the
+/// connection adds included), for the attempt log.
+fn headers_json(headers: &reqwest::header::HeaderMap, body_len: usize) -> String {
+    let mut m = serde_json::Map::with_capacity(headers.len() + 1);
+    for (k, v) in headers {
+        m.insert(
+            k.as_str().to_string(),
+            serde_json::Value::String(String::from_utf8_lossy(v.as_bytes()).into_owned()),
+        );
+    }
+    m.insert(
+        "content-length".into(),
+        serde_json::Value::String(body_len.to_string()),
+    );
+    serde_json::Value::Object(m).to_string()
 }
 
 fn refusal_error(r: &ssrf::Refusal) -> String {

@@ -3,6 +3,7 @@
 pub mod admin;
 pub mod ask;
 pub mod bot;
+pub mod events;
 pub mod extract;
 pub mod inbox;
 pub mod messages;
@@ -66,6 +67,7 @@ pub fn routes(cfg: &mut utoipa_actix_web::service_config::ServiceConfig) {
     widget::routes(cfg);
     admin::routes(cfg);
     bot::routes(cfg);
+    events::routes(cfg);
     inbox::routes(cfg);
     ask::routes(cfg);
     responses::routes(cfg);
