@@ -92,8 +92,9 @@ async fn list_interactions(
 /// visitor's message a question answers.
 const CONTEXT_MESSAGES: usize = 50;
 
-/// `{"visitor", "in_reply_to": {"message_id", "text", "created_at"} | null}`:
-/// who the interaction is with and the visitor's last message before it.
+/// `{"visitor", "in_reply_to": {"message_id", "text", "created_at"} | null,
+/// "option_styles": {action_id: style}}`: who the interaction is with, the
+/// visitor's last message before it, and its buttons' styles.
 async fn context(
     st: &AppState,
     i: &crate::domain::inbox::Interaction,
@@ -118,7 +119,24 @@ async fn context(
     let reply_to = before.iter().find(
         |m| matches!(&m.author, crate::domain::model::Author::Person(p) if p.kind == "visitor"),
     );
+    // The button styles of the question, so a reviewer sees them as the
+    // visitor does (`payload.options` carries id and label only).
+    let question = match asked {
+        Some(n) => msgs.get(n).cloned(),
+        None => st.store.get_message(&i.message_id).await.ok(),
+    };
+    let mut styles = serde_json::Map::new();
+    for b in question.iter().flat_map(|m| &m.blocks) {
+        if let crate::domain::blocks::Block::Actions { elements, .. } = b {
+            for e in elements.iter().filter(|e| !e.is_link()) {
+                if let Some(style) = &e.style {
+                    styles.insert(e.action_id.clone(), Value::String(style.clone()));
+                }
+            }
+        }
+    }
     Ok(serde_json::json!({
+        "option_styles": styles,
         "visitor": visitor,
         "in_reply_to": reply_to.map(|m| serde_json::json!({
             "message_id": m.id,

@@ -2,6 +2,7 @@
 //! served from the binary, over real HTTP (and in a real browser, `browser`).
 
 mod browser;
+mod dashboard;
 
 use crate::helpers::{TestApp, spawn_app};
 

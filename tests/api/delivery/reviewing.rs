@@ -299,6 +299,7 @@ async fn the_inbox_gives_each_interaction_its_visitor_and_the_message_it_answers
     assert_eq!(data.len(), 2);
     let asked = data.iter().find(|i| i["message_id"] == m["id"]).expect("the interaction");
     assert_eq!(asked["context"]["visitor"], conv.visitor);
+    assert_eq!(asked["context"]["option_styles"], json!({"approve": "primary"}));
     assert_eq!(asked["context"]["in_reply_to"]["text"], "Order 4821, can you refund one?");
     let other = data.iter().find(|i| i["conversation_id"] == quiet.id.as_str()).expect("other");
     assert_eq!(other["context"]["in_reply_to"], Value::Null, "no visitor message before it");
