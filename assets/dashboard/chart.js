@@ -23,7 +23,8 @@ function quantile(sorted, q) {
 
 /**
  * Attempts ({at, duration_ms}) in time order, cut into up to `n` groups of
- * equal size; each point is {t (ms), p50, p90, count}.
+ * equal size (at least two attempts each when there are two); each point
+ * is {t (ms), p50, p90, count}.
  */
 export function series(attempts, n = 8) {
   const list = attempts
@@ -31,7 +32,7 @@ export function series(attempts, n = 8) {
     .map((a) => ({ t: new Date(a.at).getTime(), d: a.duration_ms }))
     .sort((a, b) => a.t - b.t);
   if (!list.length) return [];
-  const groups = Math.min(n, list.length);
+  const groups = Math.max(1, Math.min(n, Math.floor(list.length / 2)));
   const out = [];
   for (let g = 0; g < groups; g++) {
     const part = list.slice(Math.floor((g * list.length) / groups), Math.floor(((g + 1) * list.length) / groups));
@@ -41,7 +42,6 @@ export function series(attempts, n = 8) {
   return out;
 }
 
-const W = 600;
 const H = 180;
 const PAD = { l: 46, r: 12, t: 12, b: 26 };
 
@@ -52,6 +52,8 @@ export function drawLatency(el, attempts) {
     el.replaceChildren(h("figcaption", null, "Latency of recent attempts"), h("p", { class: "muted empty" }, "No attempts yet. Press “Send test event” to try the endpoint; each attempt's latency is charted here."));
     return;
   }
+  // Drawn at the width it is shown at, so its labels keep their size.
+  const W = Math.max(280, Math.min(760, el.clientWidth || 600));
   const max = Math.max(1, ...pts.map((p) => p.p90));
   const t0 = pts[0].t;
   const t1 = pts[pts.length - 1].t;

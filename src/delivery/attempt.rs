@@ -191,20 +191,22 @@ async fn send(
 }
 
 /// The headers of a request as sent, as one JSON object (the length the
-/// connection adds included), for the attempt log.
+/// connection adds included), for the attempt log. Written straight into
+/// one buffer: it runs on every attempt.
 fn headers_json(headers: &reqwest::header::HeaderMap, body_len: usize) -> String {
-    let mut m = serde_json::Map::with_capacity(headers.len() + 1);
+    use std::io::Write;
+    let mut out = Vec::with_capacity(384);
+    out.push(b'{');
     for (k, v) in headers {
-        m.insert(
-            k.as_str().to_string(),
-            serde_json::Value::String(String::from_utf8_lossy(v.as_bytes()).into_owned()),
-        );
+        // A header name is a lowercase token: nothing in it needs escaping.
+        out.push(b'"');
+        out.extend_from_slice(k.as_str().as_bytes());
+        out.extend_from_slice(b"\":");
+        let _ = serde_json::to_writer(&mut out, &*String::from_utf8_lossy(v.as_bytes()));
+        out.push(b',');
     }
-    m.insert(
-        "content-length".into(),
-        serde_json::Value::String(body_len.to_string()),
-    );
-    serde_json::Value::Object(m).to_string()
+    let _ = write!(out, "\"content-length\":\"{body_len}\"}}");
+    String::from_utf8(out).unwrap_or_default()
 }
 
 fn refusal_error(r: &ssrf::Refusal) -> String {
@@ -246,5 +248,24 @@ async fn read_bounded(resp: &mut reqwest::Response, max: usize) -> (Vec<u8>, boo
             Ok(None) => return (body, true),
             Err(_) => return (body, false),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_headers_sent_are_one_json_object() {
+        let mut h = reqwest::header::HeaderMap::new();
+        h.insert("webhook-id", "evt_1".parse().expect("value"));
+        h.insert(
+            "webhook-signature",
+            "v1,a+b/c= v1,\"q\"".parse().expect("value"),
+        );
+        let v: serde_json::Value =
+            serde_json::from_str(&super::headers_json(&h, 42)).expect("JSON");
+        assert_eq!(
+            v,
+            serde_json::json!({"webhook-id": "evt_1", "webhook-signature": "v1,a+b/c= v1,\"q\"", "content-length": "42"})
+        );
     }
 }
