@@ -153,6 +153,12 @@ const scenarios = {
   /** The admin token: a chatbot switcher; switching shows the other chatbot. */
   async admin(page) {
     await page.setViewportSize(DESKTOP);
+    // A wrong credential is refused at sign-in with a reason.
+    await page.goto(`${input.url}/dashboard`);
+    await page.fill("#api-key", "adm_wrong");
+    await page.click("#login-form button[type=submit]");
+    await page.waitForFunction(() => document.getElementById("login-error").textContent !== "", null, { timeout: WAIT });
+    const refused = await text(page, "#login-error");
     await signIn(page, input.token);
     await page.waitForSelector("#bot-switch option", { state: "attached", timeout: WAIT });
     const out = {};
@@ -163,7 +169,12 @@ const scenarios = {
     await page.waitForSelector(`#deliveries tr[data-event-id="${input.switch_event}"]`, { timeout: WAIT });
     out.switchedUrl = await text(page, "#bot-url");
     out.rows = await page.locator("#deliveries tr.event-row").evaluateAll((rs) => rs.map((r) => r.dataset.eventId));
-    out.loginError = await text(page, "#login-error").catch(() => "");
+    out.refused = refused;
+    // The switcher fits at 360 px too.
+    await page.setViewportSize(NARROW);
+    out.narrow = await overflow(page);
+    out.narrowSignOut = await inView(page, "#sign-out");
+    out.narrowSwitch = await inView(page, "#bot-switch");
     return out;
   },
 

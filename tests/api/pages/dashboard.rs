@@ -335,6 +335,15 @@ async fn the_admin_signs_in_and_switches_between_chatbots() {
     );
     assert_eq!(v["switchedUrl"], rx.url.as_str());
     assert_eq!(v["rows"], json!([event]), "the chosen chatbot's deliveries");
+    assert_eq!(v["refused"], "This key or token is not valid.");
+    assert!(
+        v["narrow"]["scrollWidth"]
+            .as_i64()
+            .is_some_and(|w| w <= 360),
+        "{v}"
+    );
+    assert_eq!(v["narrowSignOut"], true, "{v}");
+    assert_eq!(v["narrowSwitch"], true, "{v}");
 }
 
 #[actix_web::test]
