@@ -344,3 +344,17 @@ async fn every_payload_emitted_in_a_real_flow_validates_against_its_event_schema
         check_payload(&e["payload"]);
     }
 }
+
+#[actix_web::test]
+async fn a_test_event_as_sent_validates_against_its_schema() {
+    let mut rx = Receiver::start().await;
+    let app = spawn_app().await;
+    let bot = app.create_bot(&rx.url).await;
+    let r = app
+        .post("/api/v1/events/test", &bot.api_key, &json!({}))
+        .await;
+    assert_eq!(r.status(), 202);
+    let got = rx.take(1, Duration::from_secs(10)).await.remove(0);
+    check_payload(&got.json());
+    assert!(verify_signature(&bot.signing_secret, &got));
+}
