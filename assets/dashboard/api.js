@@ -1,12 +1,27 @@
-// The chatbot API, authenticated with the key kept in session storage.
+// The API, authenticated with the credential kept in session storage: a
+// chatbot API key, or the admin token acting for the chatbot chosen in the
+// switcher (`Blockhook-Chatbot` header).
 
 const KEY = "blockhook.dashboard.api_key";
+const BOT = "blockhook.dashboard.chatbot";
 
 export const session = {
   get: () => sessionStorage.getItem(KEY),
   set: (k) => sessionStorage.setItem(KEY, k),
-  clear: () => sessionStorage.removeItem(KEY),
+  /** The chatbot the admin token acts for (null with a chatbot key). */
+  chatbot: () => sessionStorage.getItem(BOT),
+  setChatbot: (id) => (id ? sessionStorage.setItem(BOT, id) : sessionStorage.removeItem(BOT)),
+  clear: () => {
+    sessionStorage.removeItem(KEY);
+    sessionStorage.removeItem(BOT);
+  },
 };
+
+/** The headers that say who is asking (without Authorization). */
+export function actingHeaders() {
+  const id = session.chatbot();
+  return id ? { "Blockhook-Chatbot": id } : {};
+}
 
 /** Called when the server refuses the key. */
 let onUnauthorized = () => {};
@@ -15,8 +30,8 @@ export function whenUnauthorized(f) {
 }
 
 /** One request; resolves to {status, ok, body} and never throws on HTTP errors. */
-export async function api(method, path, { body, headers } = {}) {
-  const h = { Accept: "application/json", Authorization: `Bearer ${session.get()}`, ...(headers || {}) };
+export async function api(method, path, { body, headers, quiet } = {}) {
+  const h = { Accept: "application/json", ...actingHeaders(), Authorization: `Bearer ${session.get()}`, ...(headers || {}) };
   if (body !== undefined) h["Content-Type"] = "application/json";
   let res;
   try {
@@ -30,7 +45,7 @@ export async function api(method, path, { body, headers } = {}) {
   } catch {
     json = {};
   }
-  if (res.status === 401) onUnauthorized();
+  if (res.status === 401 && !quiet) onUnauthorized();
   return { status: res.status, ok: res.ok, body: json || {} };
 }
 

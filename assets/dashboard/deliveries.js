@@ -1,24 +1,43 @@
-// The deliveries log: a filtered, paged table of events, newest first.
+// The deliveries log: a filtered (event id, status, type), paged table of
+// events, newest first. On a narrow screen the detail pane opens in a row
+// right under the chosen delivery.
 
 import { api, problem } from "./api.js";
 import { badge, h, relative, when } from "./dom.js";
 
+const NARROW = "(max-width: 980px)";
+
 export class Deliveries {
-  /** els: {body, more, filter, error}; onSelect(event_id). */
+  /** els: {body, more, status, type, search, error, detail, home}; onSelect(event_id). */
   constructor(els, onSelect) {
     this.els = els;
     this.onSelect = onSelect;
     this.selected = null;
     this.cursor = null;
     this.paged = false;
+    this.narrow = window.matchMedia(NARROW);
     els.more.addEventListener("click", () => this.load(false));
-    els.filter.addEventListener("change", () => this.load(true));
+    els.status.addEventListener("change", () => this.load(true));
+    els.type.addEventListener("change", () => this.load(true));
+    let t = null;
+    els.search.addEventListener("input", () => {
+      clearTimeout(t);
+      t = setTimeout(() => this.load(true), 250);
+    });
+    this.narrow.addEventListener("change", () => this.placeDetail());
+  }
+
+  filtered() {
+    return !!(this.els.status.value || this.els.type.value || this.els.search.value.trim());
   }
 
   /** Reloads the first page (reset) or appends the next one. */
   async load(reset = true) {
     const q = new URLSearchParams({ limit: "25" });
-    if (this.els.filter.value) q.set("status", this.els.filter.value);
+    if (this.els.status.value) q.set("status", this.els.status.value);
+    if (this.els.type.value) q.set("type", this.els.type.value);
+    const id = this.els.search.value.trim();
+    if (id) q.set("event_id", id);
     if (!reset && this.cursor) q.set("cursor", this.cursor);
     const r = await api("GET", `/api/v1/events?${q}`);
     if (!r.ok) {
@@ -30,14 +49,22 @@ export class Deliveries {
     if (reset) {
       this.paged = false;
       this.els.body.replaceChildren(...rows);
-      if (!rows.length) this.els.body.append(h("tr", null, h("td", { colspan: 5, class: "empty" }, "No deliveries yet.")));
+      if (!rows.length) this.els.body.append(this.empty());
     } else {
       this.paged = true;
       this.els.body.append(...rows);
     }
     this.cursor = r.body.page.next_cursor;
     this.els.more.hidden = !r.body.page.has_more;
+    this.placeDetail();
     return r.body.data;
+  }
+
+  empty() {
+    const text = this.filtered()
+      ? "No delivery matches these filters. Check the event id, or set status and type back to “all”."
+      : "No deliveries yet. Press “Send test event” above to check the endpoint; events from visitors' clicks, forms and messages show here as they are sent.";
+    return h("tr", { class: "empty-row" }, h("td", { colspan: 5, class: "empty" }, text));
   }
 
   /** Refreshes unless the reviewer paged further down. */
@@ -46,9 +73,9 @@ export class Deliveries {
   }
 
   row(e) {
-    const tr = h("tr", {
+    return h("tr", {
       tabindex: 0,
-      class: e.event_id === this.selected ? "selected" : null,
+      class: `event-row${e.event_id === this.selected ? " selected" : ""}`,
       dataset: { eventId: e.event_id },
       onclick: () => this.select(e.event_id),
       onkeydown: (ev) => {
@@ -59,16 +86,31 @@ export class Deliveries {
       },
     },
     h("td", null, badge(e.status)),
-    h("td", { class: "mono" }, e.type),
+    h("td", { class: "mono type-cell" }, e.type),
     h("td", null, when(e.created_at, true)),
     h("td", { class: "num" }, e.attempt_count),
-    h("td", null, e.status === "pending" || e.status === "failed" ? [when(e.next_attempt_at, true), h("span", { class: "muted small" }, ` ${relative(e.next_attempt_at)}`)] : h("span", { class: "muted" }, "—")));
-    return tr;
+    h("td", { class: "col-next" }, e.status === "pending" || e.status === "failed" ? [when(e.next_attempt_at, true), h("span", { class: "muted small" }, ` ${relative(e.next_attempt_at)}`)] : h("span", { class: "muted" }, "—")));
   }
 
   select(id) {
     this.selected = id;
-    for (const tr of this.els.body.querySelectorAll("tr")) tr.classList.toggle("selected", tr.dataset.eventId === id);
+    for (const tr of this.els.body.querySelectorAll("tr.event-row")) tr.classList.toggle("selected", tr.dataset.eventId === id);
+    this.placeDetail();
     this.onSelect(id);
+  }
+
+  /** The detail pane: beside the table, or (narrow) in a row under the chosen one. */
+  placeDetail() {
+    const { detail, home, body } = this.els;
+    const holder = body.querySelector("tr.detail-row");
+    const row = this.selected && [...body.querySelectorAll("tr.event-row")].find((tr) => tr.dataset.eventId === this.selected);
+    if (this.narrow.matches && row) {
+      const tr = holder || h("tr", { class: "detail-row" }, h("td", { colspan: 5 }));
+      if (row.nextSibling !== tr) row.after(tr);
+      if (detail.parentNode !== tr.firstChild) tr.firstChild.append(detail);
+      return;
+    }
+    if (detail.parentNode !== home) home.append(detail);
+    if (holder) holder.remove();
   }
 }

@@ -1,30 +1,24 @@
-// One delivery: payload, the request headers as sent on each attempt, every
-// attempt's outcome, and Redeliver.
+// One delivery: payload, the request headers each attempt actually sent
+// (stored with the attempt), every attempt's outcome, and Redeliver.
 
 import { api, problem } from "./api.js";
 import { badge, h, pretty, stamp, when } from "./dom.js";
 
-const SIGNATURE = "v1,<base64 HMAC-SHA256 of \"{webhook-id}.{webhook-timestamp}.{body}\" — needs the signing secret, not shown here>";
+export const HINT = "Choose a delivery in the list to see its payload, the request headers each attempt sent, the answers, and to redeliver it.";
 
-/** The headers of attempt `number` at `at` (RFC 3339), as the server sends them. */
-export function headersOf(eventId, number, at) {
-  const ts = at ? String(Math.floor(new Date(at).getTime() / 1000)) : "<Unix seconds of the attempt>";
-  return [
-    ["Content-Type", "application/json"],
-    ["webhook-id", eventId],
-    ["webhook-timestamp", ts],
-    ["webhook-signature", SIGNATURE],
-    ["X-MyAIChatbot-Attempt", String(number)],
-  ];
+/** The stored headers of an attempt as [name, value] rows, in the order sent. */
+export function headerRows(headers) {
+  return Object.entries(headers || {});
 }
 
 function headerBlock(rows) {
   return h("pre", { class: "code headers" }, rows.map(([k, v]) => [h("span", { class: "hk" }, `${k}: `), `${v}\n`]));
 }
 
-function attemptCard(e, a, open) {
+function attemptCard(a, open) {
   const ok = a.status_code >= 200 && a.status_code < 300;
-  return h("div", { class: `attempt ${ok ? "ok" : "bad"}` },
+  const rows = headerRows(a.request_headers);
+  return h("div", { class: `attempt ${ok ? "ok" : "bad"}`, dataset: { number: a.number } },
     h("div", { class: "attempt-head" },
       h("strong", null, `#${a.number}`),
       when(a.at),
@@ -32,7 +26,8 @@ function attemptCard(e, a, open) {
       h("span", { class: "muted" }, `${a.duration_ms} ms`)),
     a.error ? h("p", { class: "attempt-error" }, a.error) : null,
     a.response_excerpt ? h("details", null, h("summary", null, "Response excerpt"), h("pre", { class: "code" }, a.response_excerpt)) : null,
-    h("details", { open }, h("summary", null, "Request headers"), headerBlock(headersOf(e.event_id, a.number, a.at))));
+    h("details", { open, class: "sent-headers" }, h("summary", null, "Request headers sent"),
+      rows.length ? headerBlock(rows) : h("p", { class: "muted small" }, "Nothing was sent on this attempt (see the error).")));
 }
 
 export class Detail {
@@ -40,6 +35,13 @@ export class Detail {
     this.el = el;
     this.onChange = onChange;
     this.id = null;
+    this.hint();
+  }
+
+  /** The hint shown until a delivery is chosen. */
+  hint() {
+    this.id = null;
+    this.el.replaceChildren(h("p", { class: "muted hint" }, HINT));
   }
 
   async show(id) {
@@ -64,15 +66,15 @@ export class Detail {
     const attempts = [...(e.attempts || [])].sort((a, b) => b.number - a.number);
     this.el.replaceChildren(
       h("div", { class: "detail-head" },
-        h("div", null, h("h3", { class: "mono" }, e.event_id), h("p", { class: "muted" }, e.type, " · created ", stamp(e.created_at))),
+        h("div", { class: "detail-title" }, h("h3", { class: "mono" }, e.event_id), h("p", { class: "muted" }, e.type, " · created ", stamp(e.created_at))),
         h("div", { class: "detail-actions" }, badge(e.status), redeliver)),
       note,
       h("h4", null, "Payload"),
       h("pre", { class: "code payload" }, pretty(e.payload)),
       h("h4", null, `Attempts (${attempts.length})`),
       ...(attempts.length
-        ? attempts.map((a, i) => attemptCard(e, a, i === 0))
-        : [h("p", { class: "muted" }, "Not attempted yet. It will be sent with these headers:"), headerBlock(headersOf(e.event_id, 1, null))]),
+        ? attempts.map((a, i) => attemptCard(a, i === 0))
+        : [h("p", { class: "muted" }, "Not attempted yet: it is queued and goes out as soon as its turn comes. The headers sent will show here.")]),
     );
   }
 

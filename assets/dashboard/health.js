@@ -1,10 +1,12 @@
-// Endpoint health, computed from the recent deliveries and their attempts.
+// Endpoint health, computed from the recent deliveries and their attempts,
+// with the latency chart and "Send test event".
 
 import { api, problem } from "./api.js";
+import { drawLatency } from "./chart.js";
 import { h, stamp } from "./dom.js";
 
 const RECENT_EVENTS = 100;
-const DETAILED = 20;
+const DETAILED = 30;
 const STATUSES = ["pending", "failed", "succeeded", "dead"];
 
 /** The q-quantile (nearest rank) of sorted numbers. */
@@ -35,7 +37,6 @@ export function summarize(events, attempts) {
     p90: quantile(lat, 0.9),
     lastError,
     gone: newest.length > 0 && isGone(newest[0].error),
-    chatbotId: (events.find((e) => e.payload && e.payload.chatbot_id) || { payload: {} }).payload.chatbot_id,
   };
 }
 
@@ -44,10 +45,12 @@ function stat(label, value, cls) {
 }
 
 export class Health {
-  /** els: {stats, warning, note}; onChatbot(id) names the chatbot. */
-  constructor(els, onChatbot) {
+  /** els: {stats, warning, note, chart, test, testResult}; onChange() after a test is sent. */
+  constructor(els, onChange) {
     this.els = els;
-    this.onChatbot = onChatbot;
+    this.onChange = onChange;
+    this.testing = null;
+    els.test.addEventListener("click", () => this.sendTest());
   }
 
   async load() {
@@ -61,30 +64,63 @@ export class Health {
     const details = await Promise.all(tried.map((e) => api("GET", `/api/v1/events/${encodeURIComponent(e.event_id)}`)));
     const attempts = details.filter((d) => d.ok).flatMap((d) => (d.body.attempts || []).map((a) => ({ ...a, event_id: d.body.event_id })));
     this.render(summarize(events, attempts), events.length);
+    drawLatency(this.els.chart, attempts);
   }
 
   render(s, n) {
-    if (s.chatbotId) this.onChatbot(s.chatbotId);
     const pct = s.successRate === null ? "—" : `${Math.round(s.successRate * 100)}%`;
     const ms = (v) => (v === null ? "—" : `${v} ms`);
     const rateClass = s.successRate === null ? "" : s.successRate >= 0.95 ? "good" : s.successRate >= 0.5 ? "warn" : "bad";
     this.els.stats.replaceChildren(
-      stat(`success rate (${s.attempts} recent attempts)`, pct, rateClass),
+      stat(`success (${s.attempts} recent attempts)`, pct, rateClass),
       stat("median latency", ms(s.p50)),
       stat("p90 latency", ms(s.p90)),
-      ...["pending", "failed", "succeeded", "dead"].map((k) => stat(k, s.counts[k], s.counts[k] && (k === "dead" || k === "failed") ? "bad" : "")),
+      ...STATUSES.map((k) => stat(k, s.counts[k], s.counts[k] && (k === "dead" || k === "failed") ? "bad" : "")),
       h("div", { class: "stat wide" },
         h("div", { class: "stat-label" }, "last error"),
         s.lastError
           ? h("div", { class: "last-error" }, h("span", { class: "mono" }, s.lastError.error), h("span", { class: "muted" }, ` — attempt #${s.lastError.number} of ${s.lastError.event_id}, ${stamp(s.lastError.at)}`))
           : h("div", { class: "muted" }, "none")));
-    this.els.note.textContent = `from the newest ${n} deliveries`;
+    this.els.note.textContent = n ? `from the newest ${n} deliveries` : "no deliveries yet";
     const warnings = [];
     if (s.gone) {
       warnings.push("The endpoint answered 410 Gone, so it is disabled: deliveries wait until the chatbot's webhook_url is changed or the endpoint is re-enabled (PATCH /api/v1/chatbots/{id} with the admin token); then they all go out, the one that got the 410 included.");
     }
-    if (s.counts.dead) warnings.push(`${s.counts.dead} ${s.counts.dead === 1 ? "delivery is" : "deliveries are"} dead after the last retry: fix the receiver, then redeliver.`);
+    if (s.counts.dead) warnings.push(`${s.counts.dead} ${s.counts.dead === 1 ? "delivery is" : "deliveries are"} dead after the last retry: fix the receiver, then use “Redeliver all failed/dead”.`);
     this.els.warning.hidden = !warnings.length;
     this.els.warning.replaceChildren(...warnings.map((w) => h("p", null, w)));
+  }
+
+  /** Sends a `webhook.test` event and follows it to its first answer. */
+  async sendTest() {
+    const out = this.els.testResult;
+    this.els.test.disabled = true;
+    out.className = "note";
+    out.textContent = "Sending a test event…";
+    const r = await api("POST", "/api/v1/events/test");
+    if (!r.ok) {
+      this.els.test.disabled = false;
+      out.className = "note error";
+      out.textContent = `The test event was not sent: ${problem(r)}`;
+      return;
+    }
+    const id = r.body.event_id;
+    this.testing = id;
+    out.replaceChildren(`Test event ${id} queued; waiting for the endpoint's answer…`);
+    this.onChange();
+    for (let i = 0; i < 40 && this.testing === id; i++) {
+      await new Promise((res) => setTimeout(res, 400));
+      const e = await api("GET", `/api/v1/events/${encodeURIComponent(id)}`);
+      const a = e.ok && (e.body.attempts || [])[0];
+      if (!a) continue;
+      const ok = a.status_code >= 200 && a.status_code < 300;
+      out.className = `note ${ok ? "ok" : "error"} test-done`;
+      out.replaceChildren(
+        ok ? `The endpoint accepted the test event: ${a.status_code} in ${a.duration_ms} ms` : `The endpoint did not accept the test event: ${a.error || a.status_code}`,
+        h("span", { class: "muted" }, ` (${id})`));
+      break;
+    }
+    this.els.test.disabled = false;
+    this.onChange();
   }
 }

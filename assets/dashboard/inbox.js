@@ -1,9 +1,26 @@
-// Pending interactions, each with a way to answer it as a team member.
+// Pending interactions: compact cards (who asks, what they said, the
+// question) that open to answer as a team member.
 
 import { api, idempotencyKey, problem } from "./api.js";
 import { h, pretty, valueName, when } from "./dom.js";
 
 const CLOSED = { answered: "answered", expired: "expired", cancelled: "cancelled" };
+
+/** The button class of a choice option, from the question's button style. */
+export function styleClass(style) {
+  return style === "primary" ? "btn btn-primary" : style === "danger" ? "btn btn-danger" : "btn";
+}
+
+/**
+ * The files attached to the question, as links ("attachments": [{id,
+ * filename, content_type, size, url}] on the interaction's context), or
+ * null when it has none.
+ */
+function attachments(i) {
+  const list = (i.context && i.context.attachments) || i.attachments || [];
+  if (!list.length) return null;
+  return h("ul", { class: "attachments" }, list.map((a) => h("li", null, h("a", { href: a.url, download: a.filename }, a.filename), h("span", { class: "muted small" }, ` ${a.content_type || ""}`))));
+}
 
 export class Inbox {
   /** els: {list, count, error}; onAnswered() after an accepted answer. */
@@ -15,22 +32,34 @@ export class Inbox {
   }
 
   async load() {
-    const r = await api("GET", "/api/v1/interactions?status=pending&limit=100");
+    const r = await api("GET", "/api/v1/interactions?status=pending&expand=context&limit=100");
     if (!r.ok) {
       this.els.error.textContent = problem(r);
       return;
     }
     this.els.error.textContent = "";
-    this.cards.clear();
-    this.els.list.replaceChildren();
-    for (const i of [...r.body.data].reverse()) this.add(i);
+    // A card already shown with its context, or opened, stays as it is
+    // (an answer being typed is not lost).
+    const shown = this.cards;
+    this.cards = new Map();
+    const cards = r.body.data.map((i) => {
+      const prev = shown.get(i.id);
+      const card = prev && (prev.dataset.context === "1" || prev.open) ? prev : this.card(i);
+      this.cards.set(i.id, card);
+      return card;
+    });
+    this.els.list.replaceChildren(...cards);
     this.count();
   }
 
   /** From the live stream: `interaction.created|answered|expired|cancelled`. */
   onEvent(kind, i) {
-    if (kind === "interaction.created" && i.status === "pending") this.add(i);
-    else this.close(i.id, i.status);
+    if (kind === "interaction.created" && i.status === "pending") {
+      // Added at once, then read again with its context (visitor, message).
+      this.add(i);
+      clearTimeout(this.reload);
+      this.reload = setTimeout(() => this.load(), 300);
+    } else this.close(i.id, i.status);
     this.count();
   }
 
@@ -38,7 +67,7 @@ export class Inbox {
     const n = this.cards.size;
     this.els.count.textContent = n ? String(n) : "";
     if (!n && !this.els.list.querySelector(".closed")) {
-      this.els.list.replaceChildren(h("p", { class: "muted empty" }, "Nothing is waiting for an answer."));
+      this.els.list.replaceChildren(h("p", { class: "muted empty" }, "Nothing is waiting for an answer. When the bot posts buttons or a form (or an agent asks with blockhook ask), the question shows here and can be answered for the visitor."));
     } else {
       const empty = this.els.list.querySelector(".empty");
       if (empty) empty.remove();
@@ -69,17 +98,30 @@ export class Inbox {
   card(i) {
     const err = h("p", { class: "error", role: "alert" });
     const p = i.payload || {};
-    return h("article", { class: "interaction", dataset: { interactionId: i.id } },
-      h("div", { class: "interaction-head" },
-        h("span", { class: `type type-${i.type}` }, i.type),
-        h("strong", { class: "prompt" }, p.title || i.prompt || "(no prompt)"),
-        h("span", { class: "card-status muted" }, "pending")),
-      p.title && i.prompt && p.title !== i.prompt ? h("p", { class: "prompt-text" }, i.prompt) : null,
-      h("p", { class: "muted small" }, h("span", { class: "mono" }, i.conversation_id), " · created ", when(i.created_at),
-        i.expires_at ? [" · expires ", when(i.expires_at)] : null),
-      h("div", { class: "answer" }, this.controls(i, err)),
-      err,
-      h("details", null, h("summary", null, "Payload"), h("pre", { class: "code" }, pretty(p))));
+    const ctx = i.context || {};
+    const visitor = (ctx.visitor && ctx.visitor.display_name) || i.conversation_id;
+    const said = ctx.in_reply_to && ctx.in_reply_to.text;
+    const prompt = p.title || i.prompt || "(no prompt)";
+    const card = h("details", { class: "interaction", dataset: { interactionId: i.id, context: i.context ? "1" : "0" } },
+      h("summary", { class: "interaction-head" },
+        h("span", { class: "line" },
+          h("span", { class: `type type-${i.type}` }, i.type),
+          h("strong", { class: "prompt" }, prompt),
+          h("span", { class: "card-status muted" }, "pending")),
+        h("span", { class: "line sub" },
+          h("span", { class: "visitor" }, visitor),
+          said ? h("span", { class: "said" }, `“${said}”`) : h("span", { class: "said muted" }, "no message from the visitor before it"),
+          h("span", { class: "open-hint" }, "Answer"))),
+      h("div", { class: "interaction-body" },
+        said ? h("blockquote", { class: "in-reply-to" }, h("span", { class: "muted small" }, `${visitor} wrote`), h("span", null, said)) : null,
+        p.title && i.prompt && p.title !== i.prompt ? h("p", { class: "prompt-text" }, i.prompt) : null,
+        h("p", { class: "muted small" }, h("span", { class: "mono" }, i.conversation_id), " · created ", when(i.created_at),
+          i.expires_at ? [" · expires ", when(i.expires_at)] : null),
+        attachments(i),
+        h("div", { class: "answer" }, this.controls(i, err)),
+        err,
+        h("details", null, h("summary", null, "Payload"), h("pre", { class: "code" }, pretty(p)))));
+    return card;
   }
 
   controls(i, err) {
@@ -96,7 +138,8 @@ export class Inbox {
       return form;
     }
     if (i.type === "choice") {
-      return (p.options || []).map((o) => h("button", { type: "button", class: "btn", onclick: () => send({ type: "choice", option_ids: [o.id] }) }, o.label));
+      const styles = (i.context && i.context.option_styles) || {};
+      return (p.options || []).map((o) => h("button", { type: "button", class: styleClass(styles[o.id]), dataset: { optionId: o.id }, onclick: () => send({ type: "choice", option_ids: [o.id] }) }, o.label));
     }
     if (i.type === "confirmation") {
       return [

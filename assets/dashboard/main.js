@@ -1,7 +1,10 @@
-// The reviewers' dashboard: sign in with a chatbot API key, then deliveries,
-// pending interactions and endpoint health, kept live.
+// The reviewers' dashboard: sign in with a chatbot API key (or the admin
+// token and a chatbot switcher), then endpoint health, pending
+// interactions and deliveries, kept live.
 
-import { api, problem, session, whenUnauthorized } from "./api.js";
+import { actingHeaders, session, whenUnauthorized } from "./api.js";
+import { resolve, showChatbot } from "./account.js";
+import { Bulk } from "./bulk.js";
 import { Deliveries } from "./deliveries.js";
 import { Detail } from "./detail.js";
 import { Health } from "./health.js";
@@ -15,15 +18,20 @@ const HEALTH_MS = 15000;
 let stopStream = null;
 let timers = [];
 
-function showLogin(message) {
+function stop() {
   if (stopStream) stopStream();
+  stopStream = null;
   timers.forEach(clearInterval);
   timers = [];
+}
+
+function showLogin(message) {
+  stop();
   $("app").hidden = true;
+  $("no-bots").hidden = true;
   $("session").hidden = true;
-  $("bot-name").textContent = "";
-  detail.id = null;
-  $("detail").replaceChildren();
+  $("bot-info").hidden = true;
+  detail.hint();
   $("login").hidden = false;
   $("login-error").textContent = message || "";
   $("api-key").focus();
@@ -39,37 +47,64 @@ function debounce(f, ms) {
 
 const detail = new Detail($("detail"), () => deliveries.load(true));
 const deliveries = new Deliveries(
-  { body: $("deliveries"), more: $("deliveries-more"), filter: $("status-filter"), error: $("deliveries-error") },
+  {
+    body: $("deliveries"), more: $("deliveries-more"), status: $("status-filter"), type: $("type-filter"),
+    search: $("event-search"), error: $("deliveries-error"), detail: $("detail"), home: $("detail-home"),
+  },
   (id) => detail.show(id),
-);
-const health = new Health(
-  { stats: $("health"), warning: $("health-warning"), note: $("health-note") },
-  (id) => ($("bot-name").textContent = id),
 );
 const changed = debounce(() => {
   deliveries.refresh();
   detail.refresh();
   health.load();
 }, 400);
+const health = new Health(
+  { stats: $("health"), warning: $("health-warning"), note: $("health-note"), chart: $("latency-chart"), test: $("send-test"), testResult: $("test-result") },
+  changed,
+);
 const inbox = new Inbox({ list: $("inbox"), count: $("inbox-count"), error: $("inbox-error") }, changed);
+new Bulk({ open: $("redeliver-all"), panel: $("bulk-confirm"), result: $("bulk-result") }, changed);
 
 $("deliveries-refresh").onclick = () => deliveries.load(true);
 $("inbox-refresh").onclick = () => inbox.load();
+$("filters").addEventListener("submit", (e) => {
+  e.preventDefault();
+  deliveries.load(true);
+});
 
 async function open() {
-  const check = await api("GET", "/api/v1/events?limit=1");
-  if (!check.ok) {
+  stop();
+  const who = await resolve();
+  if (who.error) {
     session.clear();
-    return showLogin(check.status === 401 ? "This key is not valid." : problem(check));
+    return showLogin(who.error);
   }
   $("login").hidden = true;
-  $("app").hidden = false;
   $("session").hidden = false;
+  showChatbot(
+    { info: $("bot-info"), name: $("bot-name"), url: $("bot-url"), switch: $("bot-switch"), switchLabel: $("bot-switch-label") },
+    who,
+    () => {
+      deliveries.selected = null;
+      detail.hint();
+      $("test-result").textContent = "";
+      $("bulk-result").textContent = "";
+      open();
+    },
+  );
+  if (!who.bot) {
+    $("app").hidden = true;
+    $("no-bots").hidden = false;
+    return;
+  }
+  $("no-bots").hidden = true;
+  $("app").hidden = false;
 
   await Promise.all([deliveries.load(true), inbox.load(), health.load()]);
 
   stopStream = openStream("/api/v1/stream", {
     token: session.get(),
+    headers: actingHeaders(),
     onEvent: (f) => {
       try {
         inbox.onEvent(f.event, JSON.parse(f.data));
@@ -102,6 +137,7 @@ $("login-form").addEventListener("submit", (e) => {
   e.preventDefault();
   const key = $("api-key").value.trim();
   if (!key) return;
+  session.clear();
   session.set(key);
   $("api-key").value = "";
   open();

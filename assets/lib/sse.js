@@ -23,7 +23,7 @@ export function parseFrame(text) {
 }
 
 /**
- * Reads `url` until stopped. opts: {token, lastId?, onEvent(frame),
+ * Reads `url` until stopped. opts: {token, headers?, lastId?, onEvent(frame),
  * onState(live), onFatal(status)}. Returns a function that stops it.
  */
 export function openStream(url, opts) {
@@ -33,7 +33,7 @@ export function openStream(url, opts) {
   (async () => {
     while (!ctl.signal.aborted) {
       try {
-        const headers = { Authorization: `Bearer ${opts.token}`, Accept: "text/event-stream" };
+        const headers = { ...(opts.headers || {}), Authorization: `Bearer ${opts.token}`, Accept: "text/event-stream" };
         if (lastId) headers["Last-Event-ID"] = lastId;
         const res = await fetch(url, { headers, cache: "no-store", signal: ctl.signal });
         if (res.status === 401 || res.status === 403 || res.status === 404) return opts.onFatal(res.status);

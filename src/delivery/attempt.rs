@@ -36,9 +36,10 @@ pub async fn run(
         duration_ms: 0,
         error: None,
         response_excerpt: None,
+        request_headers: None,
         next: AttemptNext::Succeeded,
     };
-    match send(st, client, bot, c, number).await {
+    match send(st, client, bot, c, number, &mut rec.request_headers).await {
         Ok(mut resp) => {
             let status = resp.status();
             rec.status_code = Some(status.as_u16());
@@ -173,6 +174,7 @@ async fn send(
     bot: &Chatbot,
     c: &Claimed,
     number: u32,
+    sent_headers: &mut Option<String>,
 ) -> Result<reqwest::Response, String> {
     // Parsed once: the checked URL is the one sent to.
     let url = ssrf::check_literal(&bot.webhook_url, st.config.allow_private_webhooks)
@@ -180,7 +182,7 @@ async fn send(
     let now = now_ms();
     let ts = now / 1000;
     let sig = signing::header(&bot.live_secrets(now), &c.event_id, ts, &c.payload);
-    client
+    let req = client
         .post(url)
         .header(reqwest::header::CONTENT_TYPE, "application/json")
         .header(WEBHOOK_ID, &c.event_id)
@@ -188,22 +190,42 @@ async fn send(
         .header(WEBHOOK_SIGNATURE, sig)
         .header(ATTEMPT, reqwest::header::HeaderValue::from(number))
         .body(c.payload.clone())
-        .send()
-        .await
-        .map_err(|e| {
-            if let Some(r) = ssrf::refusal_in(&e) {
-                refusal_error(r)
-            } else if e.is_timeout() {
-                format!(
-                    "E_TIMEOUT: no answer within {:?}",
-                    st.config.delivery_timeout
-                )
-            } else if e.is_connect() {
-                format!("E_CONNECTION: {}", causes(&e))
-            } else {
-                format!("E_REQUEST: {}", causes(&e))
-            }
-        })
+        .build()
+        .map_err(|e| format!("E_REQUEST: {}", causes(&e)))?;
+    *sent_headers = Some(headers_json(req.headers(), c.payload.len()));
+    client.execute(req).await.map_err(|e| {
+        if let Some(r) = ssrf::refusal_in(&e) {
+            refusal_error(r)
+        } else if e.is_timeout() {
+            format!(
+                "E_TIMEOUT: no answer within {:?}",
+                st.config.delivery_timeout
+            )
+        } else if e.is_connect() {
+            format!("E_CONNECTION: {}", causes(&e))
+        } else {
+            format!("E_REQUEST: {}", causes(&e))
+        }
+    })
+}
+
+/// The headers of a request as sent, as one JSON object (the length the
+/// connection adds included), for the attempt log. Written straight into
+/// one buffer: it runs on every attempt.
+fn headers_json(headers: &reqwest::header::HeaderMap, body_len: usize) -> String {
+    use std::io::Write;
+    let mut out = Vec::with_capacity(384);
+    out.push(b'{');
+    for (k, v) in headers {
+        // A header name is a lowercase token: nothing in it needs escaping.
+        out.push(b'"');
+        out.extend_from_slice(k.as_str().as_bytes());
+        out.extend_from_slice(b"\":");
+        let _ = serde_json::to_writer(&mut out, &*String::from_utf8_lossy(v.as_bytes()));
+        out.push(b',');
+    }
+    let _ = write!(out, "\"content-length\":\"{body_len}\"}}");
+    String::from_utf8(out).unwrap_or_default()
 }
 
 fn refusal_error(r: &ssrf::Refusal) -> String {
@@ -245,5 +267,24 @@ async fn read_bounded(resp: &mut reqwest::Response, max: usize) -> (Vec<u8>, boo
             Ok(None) => return (body, true),
             Err(_) => return (body, false),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_headers_sent_are_one_json_object() {
+        let mut h = reqwest::header::HeaderMap::new();
+        h.insert("webhook-id", "evt_1".parse().expect("value"));
+        h.insert(
+            "webhook-signature",
+            "v1,a+b/c= v1,\"q\"".parse().expect("value"),
+        );
+        let v: serde_json::Value =
+            serde_json::from_str(&super::headers_json(&h, 42)).expect("JSON");
+        assert_eq!(
+            v,
+            serde_json::json!({"webhook-id": "evt_1", "webhook-signature": "v1,a+b/c= v1,\"q\"", "content-length": "42"})
+        );
     }
 }

@@ -375,6 +375,7 @@ impl Dispatcher {
             duration_ms: 0,
             error: Some(format!("E_STORE: {e}")),
             response_excerpt: None,
+            request_headers: None,
             next: attempt::failure_next(&self.state, number - c.attempt_base, None),
         }
     }

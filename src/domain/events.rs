@@ -11,6 +11,7 @@ pub const BLOCK_KIT_VERSION: &str = "1";
 pub const BUTTON_CLICKED: &str = "interaction.button_clicked";
 pub const FORM_SUBMITTED: &str = "interaction.form_submitted";
 pub const MESSAGE_RECEIVED: &str = "message.received";
+pub const WEBHOOK_TEST: &str = "webhook.test";
 
 /// What every event shares.
 pub struct Base<'a> {
@@ -169,6 +170,34 @@ pub fn message_received(b: &Base<'_>, text: &str, received_at: &str) -> Vec<u8> 
         text,
         received_at,
         response_url: b.response_url,
+        delivery_attempt: 1,
+    };
+    serde_json::to_vec(&e).unwrap_or_default()
+}
+
+#[derive(Serialize)]
+struct WebhookTest<'a> {
+    api_version: &'a str,
+    block_kit_version: &'a str,
+    event: &'a str,
+    #[serde(rename = "type")]
+    kind: &'a str,
+    event_id: &'a str,
+    chatbot_id: &'a str,
+    sent_at: &'a str,
+    delivery_attempt: u32,
+}
+
+/// A `webhook.test` event: about no conversation, to check an endpoint.
+pub fn webhook_test(event_id: &str, chatbot_id: &str, sent_at: &str) -> Vec<u8> {
+    let e = WebhookTest {
+        api_version: API_VERSION,
+        block_kit_version: BLOCK_KIT_VERSION,
+        event: WEBHOOK_TEST,
+        kind: WEBHOOK_TEST,
+        event_id,
+        chatbot_id,
+        sent_at,
         delivery_attempt: 1,
     };
     serde_json::to_vec(&e).unwrap_or_default()

@@ -15,6 +15,13 @@ pub fn rfc3339(ms: i64) -> String {
         .to_rfc3339_opts(SecondsFormat::Millis, true)
 }
 
+/// Parses an RFC 3339 timestamp into milliseconds since the Unix epoch.
+pub fn parse_rfc3339(s: &str) -> Option<i64> {
+    DateTime::parse_from_rfc3339(s)
+        .ok()
+        .map(|t| t.timestamp_millis())
+}
+
 #[cfg(test)]
 mod tests {
     #[test]

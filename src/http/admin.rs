@@ -5,7 +5,7 @@ use base64::Engine;
 use serde_json::{Value, json};
 use std::time::Duration;
 
-use super::extract::{Admin, JsonBody, text_field, typed};
+use super::extract::{Admin, JsonBody, collection, text_field, typed};
 use super::{AppState, views};
 use crate::delivery::ssrf;
 use crate::domain::ids::{hash_secret, new_id, new_secret, random_bytes};
@@ -15,6 +15,7 @@ use crate::error::{ApiError, ApiResult, FieldError};
 
 pub fn routes(cfg: &mut utoipa_actix_web::service_config::ServiceConfig) {
     cfg.service(create_chatbot)
+        .service(list_chatbots)
         .service(get_chatbot)
         .service(update_chatbot)
         .service(rotate_secret);
@@ -143,6 +144,43 @@ async fn create_chatbot(
     out["api_key"] = json!(api_key);
     out["signing_secret"] = json!(bot.signing_secret);
     Ok(HttpResponse::Created().json(out))
+}
+
+#[derive(Debug, serde::Deserialize, utoipa::IntoParams)]
+struct ChatbotsQuery {
+    limit: Option<String>,
+    /// The `next_cursor` of the previous page.
+    cursor: Option<String>,
+}
+
+/// Every chatbot, newest first (no secrets).
+#[utoipa::path(tag = "admin", params(ChatbotsQuery), responses((status = 200, description = "Collection of chatbots"), (status = 422, description = "validation_failed")), security(("admin_token" = [])))]
+#[get("/api/v1/chatbots")]
+async fn list_chatbots(
+    _: Admin,
+    st: web::Data<AppState>,
+    q: web::Query<ChatbotsQuery>,
+) -> ApiResult<HttpResponse> {
+    let q = q.into_inner();
+    let (limit, _) = super::extract::PageQuery {
+        limit: q.limit,
+        cursor: None,
+    }
+    .parse()?;
+    let cursor = match q.cursor {
+        Some(c) if c.starts_with("cb_") && c.len() <= 40 => Some(c),
+        Some(_) => {
+            return Err(ApiError::field(
+                "/cursor",
+                "invalid_cursor",
+                "unknown cursor",
+            ));
+        }
+        None => None,
+    };
+    let page = st.store.list_chatbots(limit, cursor).await?;
+    let data = page.data.iter().map(Chatbot::to_json).collect();
+    Ok(HttpResponse::Ok().json(collection(data, page.next_cursor)))
 }
 
 /// Get a chatbot.

@@ -1,25 +1,20 @@
 //! Bot API (chatbot API key): messages, takeover, and the deliveries log.
 
 use actix_web::{HttpResponse, get, post, web};
-use base64::Engine;
 use serde_json::{Value, json};
 
 use super::extract::{Bot, JsonBody, PageQuery, collection};
 use super::{AppState, views};
 use crate::domain::model::{Author, Conversation, Person};
-use crate::domain::time::rfc3339;
 use crate::error::{ApiError, ApiResult, FieldError};
 use crate::schemas::Schemas;
-use crate::store::{AttemptRow, EventSummary};
 use crate::usecase::content::{new_message, parse_content};
 
 pub fn routes(cfg: &mut utoipa_actix_web::service_config::ServiceConfig) {
     cfg.service(post_message)
         .service(list_messages)
         .service(takeover)
-        .service(list_events)
-        .service(get_event)
-        .service(redeliver);
+        .service(own_chatbot);
 }
 
 /// The conversation, if it belongs to this chatbot (404 otherwise).
@@ -112,94 +107,10 @@ async fn takeover(
     Ok(HttpResponse::Ok().json(json!({"conversation_id": cid.as_str(), "taken_over_by": person})))
 }
 
-fn payload_json(p: &[u8]) -> Value {
-    serde_json::from_slice(p)
-        .unwrap_or_else(|_| json!(base64::engine::general_purpose::STANDARD.encode(p)))
-}
-
-fn event_json(e: &EventSummary) -> Value {
-    json!({
-        "event_id": e.event_id,
-        "type": e.event_type,
-        "created_at": rfc3339(e.created_at),
-        "status": e.status,
-        "attempt_count": e.attempts,
-        "next_attempt_at": e.next_attempt_at.map(rfc3339),
-        "payload": payload_json(&e.payload),
-    })
-}
-
-fn attempt_json(a: &AttemptRow) -> Value {
-    json!({
-        "number": a.number,
-        "at": rfc3339(a.at),
-        "status_code": a.status_code,
-        "duration_ms": a.duration_ms,
-        "error": a.error,
-        "response_excerpt": a.response_excerpt,
-    })
-}
-
-#[derive(Debug, serde::Deserialize, utoipa::IntoParams)]
-struct EventsQuery {
-    status: Option<String>,
-    limit: Option<String>,
-    cursor: Option<String>,
-}
-
-/// The deliveries log, newest first; `?status=pending|succeeded|failed|dead`.
-#[utoipa::path(tag = "events", params(EventsQuery), responses((status = 200, description = "Events, newest first", body = views::EventPage)), security(("api_key" = [])))]
-#[get("/api/v1/events")]
-async fn list_events(
-    bot: Bot,
-    st: web::Data<AppState>,
-    q: web::Query<EventsQuery>,
-) -> ApiResult<HttpResponse> {
-    let q = q.into_inner();
-    if let Some(s) = &q.status
-        && !["pending", "succeeded", "failed", "dead"].contains(&s.as_str())
-    {
-        return Err(ApiError::field(
-            "/status",
-            "invalid_value",
-            "status is pending, succeeded, failed or dead",
-        ));
-    }
-    let (limit, cursor) = PageQuery {
-        limit: q.limit,
-        cursor: q.cursor,
-    }
-    .parse()?;
-    let page = st
-        .store
-        .list_events(&bot.0.id, q.status, limit, cursor)
-        .await?;
-    let data = page.data.iter().map(event_json).collect();
-    Ok(HttpResponse::Ok().json(collection(data, page.next_cursor)))
-}
-
-/// One event with every delivery attempt.
-#[utoipa::path(tag = "events", responses((status = 200, description = "The event and its attempts", body = views::EventWithAttempts)), security(("api_key" = [])))]
-#[get("/api/v1/events/{event_id}")]
-async fn get_event(
-    bot: Bot,
-    st: web::Data<AppState>,
-    id: web::Path<String>,
-) -> ApiResult<HttpResponse> {
-    let (e, attempts) = st.store.get_event(&bot.0.id, &id).await?;
-    let mut v = event_json(&e);
-    v["attempts"] = Value::Array(attempts.iter().map(attempt_json).collect());
-    Ok(HttpResponse::Ok().json(v))
-}
-
-/// Deliver again: new attempts, the same `event_id` and body.
-#[utoipa::path(tag = "events", responses((status = 202, description = "Queued", body = views::Redelivery)), security(("api_key" = [])))]
-#[post("/api/v1/events/{event_id}/redeliver")]
-async fn redeliver(
-    bot: Bot,
-    st: web::Data<AppState>,
-    id: web::Path<String>,
-) -> ApiResult<HttpResponse> {
-    st.store.redeliver(&bot.0.id, &id, st.now_ms()).await?;
-    Ok(HttpResponse::Accepted().json(json!({"event_id": id.as_str(), "status": "pending"})))
+/// The chatbot this key belongs to (name, endpoint URL; no secret), so that
+/// a reviewer signed in with the key sees what they are looking at.
+#[utoipa::path(tag = "bot", responses((status = 200, description = "The chatbot"), (status = 401, description = "unauthorized")), security(("api_key" = [])))]
+#[get("/api/v1/chatbot")]
+async fn own_chatbot(bot: Bot) -> ApiResult<HttpResponse> {
+    Ok(HttpResponse::Ok().json(bot.0.to_json()))
 }

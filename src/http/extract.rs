@@ -182,11 +182,7 @@ impl FromRequest for Admin {
         let r = (|| {
             let st = state(req)?;
             let token = bearer(req).ok_or_else(ApiError::unauthorized)?;
-            let given = hash_secret(token);
-            if bool::from(subtle::ConstantTimeEq::ct_eq(
-                given.as_bytes(),
-                st.admin_token_hash.as_bytes(),
-            )) {
+            if is_admin(&st, &hash_secret(token)) {
                 Ok(Admin)
             } else {
                 Err(ApiError::unauthorized())
@@ -196,7 +192,20 @@ impl FromRequest for Admin {
     }
 }
 
-/// A chatbot's API key (`sk_…`).
+/// The header with which the admin token acts for one chatbot on the bot
+/// API (the dashboard's chatbot switcher).
+pub const ACT_FOR: &str = "blockhook-chatbot";
+
+/// Whether `hash` is the admin token's hash (in constant time).
+fn is_admin(st: &AppState, hash: &str) -> bool {
+    bool::from(subtle::ConstantTimeEq::ct_eq(
+        hash.as_bytes(),
+        st.admin_token_hash.as_bytes(),
+    ))
+}
+
+/// A chatbot's API key (`sk_…`), or the admin token with a
+/// `Blockhook-Chatbot: cb_…` header naming the chatbot it acts for.
 pub struct Bot(pub Chatbot);
 
 impl FromRequest for Bot {
@@ -206,9 +215,23 @@ impl FromRequest for Bot {
     fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
         let st = state(req);
         let token = bearer(req).map(hash_secret);
+        let act_for = req
+            .headers()
+            .get(ACT_FOR)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string);
         Box::pin(async move {
             let st = st?;
             let hash = token.ok_or_else(ApiError::unauthorized)?;
+            if let Some(id) = act_for
+                && is_admin(&st, &hash)
+            {
+                return match st.store.get_chatbot(&id).await {
+                    Ok(b) => Ok(Bot(b)),
+                    Err(crate::store::StoreError::NotFound) => Err(ApiError::not_found()),
+                    Err(e) => Err(e.into()),
+                };
+            }
             match st.store.chatbot_by_key(&hash).await {
                 Ok(b) => {
                     super::guard::api_key(&st, &b.id)?;

@@ -28,6 +28,9 @@ pub fn routes(cfg: &mut utoipa_actix_web::service_config::ServiceConfig) {
 struct InteractionsQuery {
     status: Option<String>,
     conversation_id: Option<String>,
+    /// `context`: each interaction also carries `context` (the visitor and
+    /// the visitor's message the question answers), for a reviewer.
+    expand: Option<String>,
     limit: Option<String>,
     cursor: Option<String>,
 }
@@ -50,6 +53,17 @@ async fn list_interactions(
             "status is pending, answered, expired or cancelled",
         ));
     }
+    let expand = match q.expand.as_deref() {
+        None => false,
+        Some("context") => true,
+        Some(_) => {
+            return Err(ApiError::field(
+                "/expand",
+                "invalid_value",
+                "expand is context",
+            ));
+        }
+    };
     let (limit, cursor) = PageQuery {
         limit: q.limit,
         cursor: q.cursor,
@@ -64,8 +78,72 @@ async fn list_interactions(
         .store
         .list_interactions(&bot.0.id, filter, limit, cursor, now)
         .await?;
-    let data = page.data.iter().map(|i| i.to_json(now)).collect();
+    let mut data: Vec<Value> = page.data.iter().map(|i| i.to_json(now)).collect();
+    if expand {
+        let mut known = std::collections::HashMap::new();
+        for (v, i) in data.iter_mut().zip(&page.data) {
+            v["context"] = context(&st, i, &mut known).await?;
+        }
+    }
     Ok(HttpResponse::Ok().json(collection(data, page.next_cursor)))
+}
+
+/// How many of a conversation's newest messages are searched for the
+/// visitor's message a question answers.
+const CONTEXT_MESSAGES: usize = 50;
+
+/// `{"visitor", "in_reply_to": {"message_id", "text", "created_at"} | null,
+/// "option_styles": {action_id: style}}`: who the interaction is with, the
+/// visitor's last message before it, and its buttons' styles.
+async fn context(
+    st: &AppState,
+    i: &crate::domain::inbox::Interaction,
+    known: &mut std::collections::HashMap<String, (Value, Vec<crate::domain::model::Message>)>,
+) -> ApiResult<Value> {
+    if !known.contains_key(&i.conversation_id) {
+        let conv = st.store.get_conversation(&i.conversation_id).await?;
+        let msgs = st
+            .store
+            .list_messages(&i.conversation_id, CONTEXT_MESSAGES, None)
+            .await?
+            .data;
+        let visitor = serde_json::to_value(&conv.visitor).unwrap_or(Value::Null);
+        known.insert(i.conversation_id.clone(), (visitor, msgs));
+    }
+    let Some((visitor, msgs)) = known.get(&i.conversation_id) else {
+        return Ok(Value::Null);
+    };
+    // Newest first: the first visitor message older than the question's.
+    let asked = msgs.iter().position(|m| m.id == i.message_id);
+    let before = asked.map_or(&msgs[..0], |n| &msgs[n + 1..]);
+    let reply_to = before.iter().find(
+        |m| matches!(&m.author, crate::domain::model::Author::Person(p) if p.kind == "visitor"),
+    );
+    // The button styles of the question, so a reviewer sees them as the
+    // visitor does (`payload.options` carries id and label only).
+    let question = match asked {
+        Some(n) => msgs.get(n).cloned(),
+        None => st.store.get_message(&i.message_id).await.ok(),
+    };
+    let mut styles = serde_json::Map::new();
+    for b in question.iter().flat_map(|m| &m.blocks) {
+        if let crate::domain::blocks::Block::Actions { elements, .. } = b {
+            for e in elements.iter().filter(|e| !e.is_link()) {
+                if let Some(style) = &e.style {
+                    styles.insert(e.action_id.clone(), Value::String(style.clone()));
+                }
+            }
+        }
+    }
+    Ok(serde_json::json!({
+        "option_styles": styles,
+        "visitor": visitor,
+        "in_reply_to": reply_to.map(|m| serde_json::json!({
+            "message_id": m.id,
+            "text": m.text,
+            "created_at": m.created_at,
+        })),
+    }))
 }
 
 /// One interaction.

@@ -149,6 +149,8 @@ pub struct AttemptRecord {
     pub duration_ms: i64,
     pub error: Option<String>,
     pub response_excerpt: Option<String>,
+    /// The request headers sent, as a JSON object (`None` when nothing was sent).
+    pub request_headers: Option<String>,
     pub next: AttemptNext,
 }
 
@@ -181,6 +183,16 @@ pub struct AttemptRow {
     pub duration_ms: i64,
     pub error: Option<String>,
     pub response_excerpt: Option<String>,
+    /// The request headers sent, as a JSON object.
+    pub request_headers: Option<String>,
+}
+
+/// Filters of the deliveries log (`GET /api/v1/events`).
+#[derive(Debug, Clone, Default)]
+pub struct EventFilter {
+    pub status: Option<String>,
+    pub event_type: Option<String>,
+    pub event_id: Option<String>,
 }
 
 /// Queue depth and the age of the oldest waiting delivery, for `/metrics`.
@@ -348,7 +360,7 @@ pub trait Store: Send + Sync + 'static {
     fn list_events(
         &self,
         chatbot_id: &str,
-        status: Option<String>,
+        filter: EventFilter,
         limit: usize,
         cursor: Option<i64>,
     ) -> BoxFut<'_, StoreResult<Page<EventSummary>>>;
@@ -363,5 +375,24 @@ pub trait Store: Send + Sync + 'static {
         event_id: &str,
         now_ms: i64,
     ) -> BoxFut<'_, StoreResult<()>>;
+    /// Redelivers every event of the chatbot in `status` (`dead` or
+    /// `failed`) created at or after `since`, each as one redelivery.
+    /// Returns how many.
+    fn redeliver_all(
+        &self,
+        chatbot_id: &str,
+        status: &'static str,
+        since: Option<i64>,
+        now_ms: i64,
+    ) -> BoxFut<'_, StoreResult<u64>>;
+    /// Queues an event that has no cause in a conversation (`webhook.test`);
+    /// its `conversation_id` is its own delivery lane.
+    fn enqueue_event(&self, event: NewEvent) -> BoxFut<'_, StoreResult<()>>;
+    /// Every chatbot, newest first; the cursor is the last id of a page.
+    fn list_chatbots(
+        &self,
+        limit: usize,
+        cursor: Option<String>,
+    ) -> BoxFut<'_, StoreResult<Page<Chatbot>>>;
     fn queue_stats(&self) -> BoxFut<'_, StoreResult<QueueStats>>;
 }

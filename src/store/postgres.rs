@@ -14,11 +14,13 @@ use crate::domain::inbox::{Interaction, NewInteraction};
 use crate::domain::origins::AllowedOrigins;
 use crate::hub::{ApiEvent, Hub};
 
+mod dashboard;
 mod inbox;
 
 const MIGRATIONS: &[&str] = &[
     include_str!("../../migrations/postgres/0001_init.sql"),
     include_str!("../../migrations/postgres/0002_allowed_origins.sql"),
+    include_str!("../../migrations/postgres/0004_attempt_headers.sql"),
 ];
 
 pub struct PostgresStore {
@@ -247,10 +249,11 @@ fn attempt_outcome(rec: &AttemptRecord) -> (&'static str, i64, bool) {
 /// become the head.
 async fn record_one(tx: &mut Tx<'_>, rec: &AttemptRecord) -> StoreResult<bool> {
     sqlx::query(
-        "INSERT INTO attempts (event_id, number, at, status_code, duration_ms, error, response_excerpt)
-         VALUES ($1, $2, $3, $4, $5, $6, $7)
+        "INSERT INTO attempts (event_id, number, at, status_code, duration_ms, error, response_excerpt, request_headers)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
          ON CONFLICT (event_id, number) DO UPDATE SET at = EXCLUDED.at, status_code = EXCLUDED.status_code,
-           duration_ms = EXCLUDED.duration_ms, error = EXCLUDED.error, response_excerpt = EXCLUDED.response_excerpt",
+           duration_ms = EXCLUDED.duration_ms, error = EXCLUDED.error, response_excerpt = EXCLUDED.response_excerpt,
+           request_headers = EXCLUDED.request_headers",
     )
     .bind(&rec.event_id)
     .bind(rec.number as i64)
@@ -259,6 +262,7 @@ async fn record_one(tx: &mut Tx<'_>, rec: &AttemptRecord) -> StoreResult<bool> {
     .bind(rec.duration_ms)
     .bind(&rec.error)
     .bind(&rec.response_excerpt)
+    .bind(&rec.request_headers)
     .execute(&mut **tx)
     .await
     .map_err(backend)?;
@@ -308,6 +312,7 @@ fn settable(records: &[AttemptRecord]) -> bool {
 /// promoted to head. Same effect as [`record_one`] for each record.
 async fn record_set(tx: &mut Tx<'_>, records: &[AttemptRecord]) -> StoreResult<bool> {
     let n = records.len();
+    let mut headers = Vec::with_capacity(n);
     let (mut ids, mut numbers, mut ats, mut codes, mut durations, mut errors, mut excerpts) = (
         Vec::with_capacity(n),
         Vec::with_capacity(n),
@@ -331,6 +336,7 @@ async fn record_set(tx: &mut Tx<'_>, records: &[AttemptRecord]) -> StoreResult<b
         durations.push(rec.duration_ms);
         errors.push(rec.error.as_deref());
         excerpts.push(rec.response_excerpt.as_deref());
+        headers.push(rec.request_headers.as_deref());
         let (status, next, is_head) = attempt_outcome(rec);
         statuses.push(status);
         nexts.push(next);
@@ -349,10 +355,11 @@ async fn record_set(tx: &mut Tx<'_>, records: &[AttemptRecord]) -> StoreResult<b
             .map_err(backend)?;
     }
     sqlx::query(
-        "INSERT INTO attempts (event_id, number, at, status_code, duration_ms, error, response_excerpt)
-         SELECT * FROM UNNEST($1::text[], $2::bigint[], $3::bigint[], $4::bigint[], $5::bigint[], $6::text[], $7::text[])
+        "INSERT INTO attempts (event_id, number, at, status_code, duration_ms, error, response_excerpt, request_headers)
+         SELECT * FROM UNNEST($1::text[], $2::bigint[], $3::bigint[], $4::bigint[], $5::bigint[], $6::text[], $7::text[], $8::text[])
          ON CONFLICT (event_id, number) DO UPDATE SET at = EXCLUDED.at, status_code = EXCLUDED.status_code,
-           duration_ms = EXCLUDED.duration_ms, error = EXCLUDED.error, response_excerpt = EXCLUDED.response_excerpt",
+           duration_ms = EXCLUDED.duration_ms, error = EXCLUDED.error, response_excerpt = EXCLUDED.response_excerpt,
+           request_headers = EXCLUDED.request_headers",
     )
     .bind(&ids)
     .bind(&numbers)
@@ -361,6 +368,7 @@ async fn record_set(tx: &mut Tx<'_>, records: &[AttemptRecord]) -> StoreResult<b
     .bind(&durations)
     .bind(&errors)
     .bind(&excerpts)
+    .bind(&headers)
     .execute(&mut **tx)
     .await
     .map_err(backend)?;
@@ -1191,7 +1199,7 @@ impl Store for PostgresStore {
     fn list_events(
         &self,
         chatbot_id: &str,
-        status: Option<String>,
+        filter: EventFilter,
         limit: usize,
         cursor: Option<i64>,
     ) -> BoxFut<'_, StoreResult<Page<EventSummary>>> {
@@ -1199,12 +1207,15 @@ impl Store for PostgresStore {
         Box::pin(async move {
             let rows = sqlx::query(
                 "SELECT id, type, created_at, payload, status, attempts, next_attempt_at, seq FROM events
-                 WHERE chatbot_id = $1 AND ($2::text IS NULL OR status = $2) AND seq < $3 ORDER BY seq DESC LIMIT $4",
+                 WHERE chatbot_id = $1 AND ($2::text IS NULL OR status = $2) AND ($5::text IS NULL OR type = $5)
+                   AND ($6::text IS NULL OR id = $6) AND seq < $3 ORDER BY seq DESC LIMIT $4",
             )
             .bind(&bid)
-            .bind(&status)
+            .bind(&filter.status)
             .bind(cursor.unwrap_or(i64::MAX))
             .bind(limit as i64 + 1)
+            .bind(&filter.event_type)
+            .bind(&filter.event_id)
             .fetch_all(&self.pool)
             .await
             .map_err(backend)?;
@@ -1243,7 +1254,7 @@ impl Store for PostgresStore {
             .ok_or(StoreError::NotFound)?;
             let ev = summary_row(&row).map_err(backend)?;
             let rows = sqlx::query(
-                "SELECT number, at, status_code, duration_ms, error, response_excerpt FROM attempts
+                "SELECT number, at, status_code, duration_ms, error, response_excerpt, request_headers FROM attempts
                  WHERE event_id = $1 ORDER BY number",
             )
             .bind(&eid)
@@ -1261,6 +1272,7 @@ impl Store for PostgresStore {
                         duration_ms: r.try_get(3)?,
                         error: r.try_get(4)?,
                         response_excerpt: r.try_get(5)?,
+                        request_headers: r.try_get(6)?,
                     })
                 })
                 .collect::<Result<Vec<_>, sqlx::Error>>()
@@ -1314,6 +1326,40 @@ impl Store for PostgresStore {
             self.hub.new_events.notify_one();
             Ok(())
         })
+    }
+
+    fn redeliver_all(
+        &self,
+        chatbot_id: &str,
+        status: &'static str,
+        since: Option<i64>,
+        now_ms: i64,
+    ) -> BoxFut<'_, StoreResult<u64>> {
+        Box::pin(dashboard::redeliver_all(
+            self,
+            chatbot_id.to_string(),
+            status,
+            since,
+            now_ms,
+        ))
+    }
+
+    fn enqueue_event(&self, event: NewEvent) -> BoxFut<'_, StoreResult<()>> {
+        Box::pin(async move {
+            let mut tx = self.pool.begin().await.map_err(backend)?;
+            insert_event(&mut tx, &event).await?;
+            tx.commit().await.map_err(backend)?;
+            self.hub.new_events.notify_one();
+            Ok(())
+        })
+    }
+
+    fn list_chatbots(
+        &self,
+        limit: usize,
+        cursor: Option<String>,
+    ) -> BoxFut<'_, StoreResult<Page<Chatbot>>> {
+        Box::pin(dashboard::list_chatbots(self, limit, cursor))
     }
 
     fn queue_stats(&self) -> BoxFut<'_, StoreResult<QueueStats>> {

@@ -22,12 +22,14 @@ use crate::hub::{ApiEvent, Hub};
 mod cache;
 mod checkpoint;
 mod claims;
+mod dashboard;
 mod inbox;
 
 const MIGRATIONS: &[&str] = &[
     include_str!("../../migrations/sqlite/0001_init.sql"),
     include_str!("../../migrations/sqlite/0002_attempts_without_rowid.sql"),
     include_str!("../../migrations/sqlite/0003_allowed_origins.sql"),
+    include_str!("../../migrations/sqlite/0005_attempt_headers.sql"),
 ];
 const MAX_BATCH: usize = 512;
 /// Visitor tokens kept by the read cache.
@@ -1492,8 +1494,8 @@ impl Store for SqliteStore {
                     let mut gone = Vec::new();
                     for rec in &records {
                         c.prepare_cached(
-                            "INSERT OR REPLACE INTO attempts (event_id, number, at, status_code, duration_ms, error, response_excerpt)
-                             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                            "INSERT OR REPLACE INTO attempts (event_id, number, at, status_code, duration_ms, error, response_excerpt, request_headers)
+                             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
                         )
                         .and_then(|mut s| {
                             s.execute(params![
@@ -1503,7 +1505,8 @@ impl Store for SqliteStore {
                                 rec.status_code,
                                 rec.duration_ms,
                                 rec.error,
-                                rec.response_excerpt
+                                rec.response_excerpt,
+                                rec.request_headers
                             ])
                         })
                         .map_err(backend)?;
@@ -1638,16 +1641,25 @@ impl Store for SqliteStore {
     fn list_events(
         &self,
         chatbot_id: &str,
-        status: Option<String>,
+        filter: EventFilter,
         limit: usize,
         cursor: Option<i64>,
     ) -> BoxFut<'_, StoreResult<Page<EventSummary>>> {
         let r = self.read(|c| {
             let mut s = c.prepare_cached(
                 "SELECT id, type, created_at, payload, status, attempts, next_attempt_at, seq FROM events
-                 WHERE chatbot_id = ?1 AND (?2 IS NULL OR status = ?2) AND seq < ?3 ORDER BY seq DESC LIMIT ?4",
+                 WHERE chatbot_id = ?1 AND (?2 IS NULL OR status = ?2) AND (?5 IS NULL OR type = ?5)
+                   AND (?6 IS NULL OR id = ?6) AND seq < ?3 ORDER BY seq DESC LIMIT ?4",
             )?;
-            let rows = s.query_map(params![chatbot_id, status, cursor.unwrap_or(i64::MAX), limit as i64 + 1], |r| {
+            let args = params![
+                chatbot_id,
+                filter.status,
+                cursor.unwrap_or(i64::MAX),
+                limit as i64 + 1,
+                filter.event_type,
+                filter.event_id
+            ];
+            let rows = s.query_map(args, |r| {
                 Ok((summary_row(r)?, r.get::<_, i64>(7)?))
             })?;
             rows.collect::<rusqlite::Result<Vec<_>>>()
@@ -1685,7 +1697,7 @@ impl Store for SqliteStore {
                 .optional()?;
             let Some(ev) = ev else { return Ok(None) };
             let mut s = c.prepare_cached(
-                "SELECT number, at, status_code, duration_ms, error, response_excerpt FROM attempts
+                "SELECT number, at, status_code, duration_ms, error, response_excerpt, request_headers FROM attempts
                  WHERE event_id = ?1 ORDER BY number",
             )?;
             let attempts = s
@@ -1697,6 +1709,7 @@ impl Store for SqliteStore {
                         duration_ms: r.get(3)?,
                         error: r.get(4)?,
                         response_excerpt: r.get(5)?,
+                        request_headers: r.get(6)?,
                     })
                 })?
                 .collect::<rusqlite::Result<Vec<_>>>()?;
@@ -1748,6 +1761,29 @@ impl Store for SqliteStore {
             hub.new_events.notify_one();
             Ok(())
         })
+    }
+
+    fn redeliver_all(
+        &self,
+        chatbot_id: &str,
+        status: &'static str,
+        since: Option<i64>,
+        now_ms: i64,
+    ) -> BoxFut<'_, StoreResult<u64>> {
+        Box::pin(self.redeliver_all_impl(chatbot_id.to_string(), status, since, now_ms))
+    }
+
+    fn enqueue_event(&self, event: NewEvent) -> BoxFut<'_, StoreResult<()>> {
+        Box::pin(self.enqueue_event_impl(event))
+    }
+
+    fn list_chatbots(
+        &self,
+        limit: usize,
+        cursor: Option<String>,
+    ) -> BoxFut<'_, StoreResult<Page<Chatbot>>> {
+        let r = self.list_chatbots_impl(limit, cursor);
+        Box::pin(async move { r })
     }
 
     fn queue_stats(&self) -> BoxFut<'_, StoreResult<QueueStats>> {

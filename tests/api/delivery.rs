@@ -8,6 +8,7 @@ mod metrics;
 mod ordering;
 mod process;
 mod retries;
+mod reviewing;
 mod signatures;
 
 use std::net::TcpListener;

@@ -3,6 +3,7 @@
 
 mod browser;
 mod cdp;
+mod dashboard;
 mod embed;
 mod embed_looks;
 mod site;

@@ -67,12 +67,24 @@ const MESSAGE_RECEIVED: &[&str] = &[
     "delivery_attempt",
 ];
 
-/// The keys §4 fixes for each event.
+const WEBHOOK_TEST: &[&str] = &[
+    "api_version",
+    "block_kit_version",
+    "event",
+    "type",
+    "event_id",
+    "chatbot_id",
+    "sent_at",
+    "delivery_attempt",
+];
+
+/// The keys §4 (and §3 for `webhook.test`) fix for each event.
 fn contract_keys(event: &str) -> &'static [&'static str] {
     match event {
         "interaction.button_clicked" => BUTTON_CLICKED,
         "interaction.form_submitted" => FORM_SUBMITTED,
         "message.received" => MESSAGE_RECEIVED,
+        "webhook.test" => WEBHOOK_TEST,
         other => panic!("no such event {other}"),
     }
 }
@@ -149,6 +161,7 @@ fn every_fixture_validates_against_the_schema_it_is_named_after() {
         "message.json",
         "message.received.json",
         "reply.json",
+        "webhook.test.json",
     ] {
         assert!(
             names.iter().any(|n| n == required),
@@ -182,6 +195,7 @@ fn event_schemas_require_every_key_and_refuse_any_other() {
         "interaction.button_clicked",
         "interaction.form_submitted",
         "message.received",
+        "webhook.test",
     ] {
         let schema = &schema_files()
             .into_iter()
@@ -329,4 +343,18 @@ async fn every_payload_emitted_in_a_real_flow_validates_against_its_event_schema
     for e in app.events(&bot).await {
         check_payload(&e["payload"]);
     }
+}
+
+#[actix_web::test]
+async fn a_test_event_as_sent_validates_against_its_schema() {
+    let mut rx = Receiver::start().await;
+    let app = spawn_app().await;
+    let bot = app.create_bot(&rx.url).await;
+    let r = app
+        .post("/api/v1/events/test", &bot.api_key, &json!({}))
+        .await;
+    assert_eq!(r.status(), 202);
+    let got = rx.take(1, Duration::from_secs(10)).await.remove(0);
+    check_payload(&got.json());
+    assert!(verify_signature(&bot.signing_secret, &got));
 }

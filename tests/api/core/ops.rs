@@ -26,6 +26,8 @@ fn shape(path: &str) -> String {
 /// Every path and method of the contract this service serves.
 const CONTRACT: &[(&str, &str)] = &[
     ("post", "/api/v1/chatbots"),
+    ("get", "/api/v1/chatbots"),
+    ("get", "/api/v1/chatbot"),
     ("get", "/api/v1/chatbots/{id}"),
     ("patch", "/api/v1/chatbots/{id}"),
     ("post", "/api/v1/chatbots/{id}/rotate-secret"),
@@ -41,6 +43,8 @@ const CONTRACT: &[(&str, &str)] = &[
     ("get", "/api/v1/events"),
     ("get", "/api/v1/events/{event_id}"),
     ("post", "/api/v1/events/{event_id}/redeliver"),
+    ("post", "/api/v1/events/redeliver"),
+    ("post", "/api/v1/events/test"),
     ("post", "/api/v1/responses/{token}"),
     ("get", "/healthz"),
     ("get", "/readyz"),

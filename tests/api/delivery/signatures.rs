@@ -13,7 +13,7 @@ use crate::helpers::{ADMIN_TOKEN, Received, Receiver, spawn_app, verify_signatur
 
 /// Runs `tests/standardwebhooks_verify.py`; true when the library verifies
 /// the request with `secret`. A missing `python3` or library fails the test.
-fn reference_verifies(secret: &str, r: &Received) -> bool {
+pub(super) fn reference_verifies(secret: &str, r: &Received) -> bool {
     let script = concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/tests/standardwebhooks_verify.py"

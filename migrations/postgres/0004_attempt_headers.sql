@@ -1,0 +1,3 @@
+-- The request headers each attempt sent (a JSON object), shown to the
+-- chatbot's reviewers.
+ALTER TABLE attempts ADD COLUMN IF NOT EXISTS request_headers TEXT;

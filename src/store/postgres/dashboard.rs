@@ -1,0 +1,102 @@
+//! What the reviewers' dashboard adds to the store: bulk redelivery and the
+//! admin's list of chatbots.
+
+use super::*;
+
+pub(super) async fn redeliver_all(
+    st: &PostgresStore,
+    chatbot_id: String,
+    status: &'static str,
+    since: Option<i64>,
+    now_ms: i64,
+) -> StoreResult<u64> {
+    let since = since.unwrap_or(i64::MIN);
+    let mut tx = st.pool.begin().await.map_err(backend)?;
+    let n = if status == "failed" {
+        // Already queued: due now.
+        sqlx::query(
+            "UPDATE events SET next_attempt_at = $3
+             WHERE chatbot_id = $1 AND status = 'failed' AND created_at >= $2",
+        )
+        .bind(&chatbot_id)
+        .bind(since)
+        .bind(now_ms)
+        .execute(&mut *tx)
+        .await
+        .map_err(backend)?
+        .rows_affected()
+    } else {
+        let rows = sqlx::query(
+            "SELECT seq, conversation_id FROM events
+             WHERE chatbot_id = $1 AND status = 'dead' AND created_at >= $2 ORDER BY seq",
+        )
+        .bind(&chatbot_id)
+        .bind(since)
+        .fetch_all(&mut *tx)
+        .await
+        .map_err(backend)?;
+        let rows = rows
+            .iter()
+            .map(|r| Ok((r.try_get::<i64, _>(0)?, r.try_get::<String, _>(1)?)))
+            .collect::<Result<Vec<_>, sqlx::Error>>()
+            .map_err(backend)?;
+        // The conversations in one order (as every writer takes them), then
+        // the events in theirs: the first of a conversation with nothing
+        // queued becomes its head, the later ones wait behind it.
+        let mut convs: Vec<&str> = rows.iter().map(|(_, c)| c.as_str()).collect();
+        convs.sort_unstable();
+        convs.dedup();
+        sqlx::query("SELECT 1 FROM conversations WHERE id = ANY($1) ORDER BY id FOR UPDATE")
+            .bind(&convs)
+            .execute(&mut *tx)
+            .await
+            .map_err(backend)?;
+        for (seq, conv) in &rows {
+            sqlx::query(
+                "UPDATE events SET status = 'pending', next_attempt_at = $2, leased_until = 0, attempt_base = attempts,
+                 is_head = CASE WHEN EXISTS (SELECT 1 FROM events WHERE conversation_id = $3 AND status IN ('pending', 'failed')) THEN 0 ELSE 1 END
+                 WHERE seq = $1",
+            )
+            .bind(seq)
+            .bind(now_ms)
+            .bind(conv)
+            .execute(&mut *tx)
+            .await
+            .map_err(backend)?;
+        }
+        rows.len() as u64
+    };
+    tx.commit().await.map_err(backend)?;
+    if n > 0 {
+        st.hub.new_events.notify_one();
+    }
+    Ok(n)
+}
+
+pub(super) async fn list_chatbots(
+    st: &PostgresStore,
+    limit: usize,
+    cursor: Option<String>,
+) -> StoreResult<Page<Chatbot>> {
+    let q = format!(
+        "SELECT {CHATBOT_COLS} FROM chatbots WHERE ($1::text IS NULL OR id < $1) ORDER BY id DESC LIMIT $2"
+    );
+    let rows = sqlx::query(&q)
+        .bind(&cursor)
+        .bind(limit as i64 + 1)
+        .fetch_all(&st.pool)
+        .await
+        .map_err(backend)?;
+    let mut data = rows
+        .iter()
+        .map(chatbot_row)
+        .collect::<Result<Vec<_>, sqlx::Error>>()
+        .map_err(backend)?;
+    let next_cursor = if data.len() > limit {
+        data.truncate(limit);
+        data.last().map(|b| b.id.clone())
+    } else {
+        None
+    };
+    Ok(Page { data, next_cursor })
+}

@@ -1,0 +1,92 @@
+//! What the reviewers' dashboard adds to the store: bulk redelivery, events
+//! without a conversation (`webhook.test`), and the admin's list of chatbots.
+
+use rusqlite::params;
+
+use super::*;
+
+impl SqliteStore {
+    pub(super) async fn redeliver_all_impl(
+        &self,
+        chatbot_id: String,
+        status: &'static str,
+        since: Option<i64>,
+        now_ms: i64,
+    ) -> StoreResult<u64> {
+        let hub = self.hub.clone();
+        let n = self
+            .write(move |c| {
+                let since = since.unwrap_or(i64::MIN);
+                if status == "failed" {
+                    // Already queued: due now.
+                    let n = c
+                        .execute(
+                            "UPDATE events SET next_attempt_at = ?3
+                             WHERE chatbot_id = ?1 AND status = 'failed' AND created_at >= ?2",
+                            params![chatbot_id, since, now_ms],
+                        )
+                        .map_err(backend)?;
+                    return Ok(n as u64);
+                }
+                let rows: Vec<(i64, String)> = c
+                    .prepare_cached(
+                        "SELECT seq, conversation_id FROM events
+                         WHERE chatbot_id = ?1 AND status = 'dead' AND created_at >= ?2 ORDER BY seq",
+                    )
+                    .and_then(|mut s| {
+                        s.query_map(params![chatbot_id, since], |r| Ok((r.get(0)?, r.get(1)?)))?
+                            .collect::<rusqlite::Result<Vec<_>>>()
+                    })
+                    .map_err(backend)?;
+                // In order: the first of a conversation with nothing queued
+                // becomes its head, the later ones wait behind it.
+                for (seq, conv) in &rows {
+                    c.prepare_cached(
+                        "UPDATE events SET status = 'pending', next_attempt_at = ?2, leased_until = 0, attempt_base = attempts,
+                         is_head = NOT EXISTS (SELECT 1 FROM events WHERE conversation_id = ?3 AND status IN ('pending', 'failed'))
+                         WHERE seq = ?1",
+                    )
+                    .and_then(|mut s| s.execute(params![seq, now_ms, conv]))
+                    .map_err(backend)?;
+                    writer_cache::forget_active(conv);
+                }
+                Ok(rows.len() as u64)
+            })
+            .await?;
+        if n > 0 {
+            self.claims.lock().cold_at(0);
+            hub.new_events.notify_one();
+        }
+        Ok(n)
+    }
+
+    pub(super) async fn enqueue_event_impl(&self, event: NewEvent) -> StoreResult<()> {
+        self.write_queuing(true, move |c| insert_event(c, event), Option::take)
+            .await?;
+        Ok(())
+    }
+
+    pub(super) fn list_chatbots_impl(
+        &self,
+        limit: usize,
+        cursor: Option<String>,
+    ) -> StoreResult<Page<Chatbot>> {
+        let mut rows = self.read(|c| {
+            c.prepare_cached(&format!(
+                "SELECT {CHATBOT_COLS} FROM chatbots WHERE (?1 IS NULL OR id < ?1) ORDER BY id DESC LIMIT ?2"
+            ))?
+            .query_map(params![cursor, limit as i64 + 1], chatbot_row)?
+            .collect::<rusqlite::Result<Vec<_>>>()
+        })?;
+        let next_cursor = if rows.len() > limit {
+            rows.truncate(limit);
+            rows.last().map(|b| b.id.clone())
+        } else {
+            None
+        };
+        Ok(Page {
+            data: rows,
+            next_cursor,
+        })
+    }
+}
