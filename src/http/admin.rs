@@ -154,7 +154,7 @@ struct ChatbotsQuery {
 }
 
 /// Every chatbot, newest first (no secrets).
-#[utoipa::path(tag = "admin", params(ChatbotsQuery), responses((status = 200, description = "Collection of chatbots"), (status = 422, description = "validation_failed")), security(("admin_token" = [])))]
+#[utoipa::path(tag = "admin", params(ChatbotsQuery), responses((status = 200, description = "Chatbots, newest first", body = views::ChatbotPage), (status = 422, description = "validation_failed")), security(("admin_token" = [])))]
 #[get("/api/v1/chatbots")]
 async fn list_chatbots(
     _: Admin,

@@ -109,7 +109,7 @@ async fn takeover(
 
 /// The chatbot this key belongs to (name, endpoint URL; no secret), so that
 /// a reviewer signed in with the key sees what they are looking at.
-#[utoipa::path(tag = "bot", responses((status = 200, description = "The chatbot"), (status = 401, description = "unauthorized")), security(("api_key" = [])))]
+#[utoipa::path(tag = "bot", responses((status = 200, description = "The chatbot", body = views::Chatbot), (status = 401, description = "unauthorized")), security(("api_key" = [])))]
 #[get("/api/v1/chatbot")]
 async fn own_chatbot(bot: Bot) -> ApiResult<HttpResponse> {
     Ok(HttpResponse::Ok().json(bot.0.to_json()))

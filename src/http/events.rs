@@ -5,8 +5,8 @@ use actix_web::{HttpResponse, get, post, web};
 use base64::Engine;
 use serde_json::{Value, json};
 
-use super::AppState;
 use super::extract::{Bot, JsonBody, PageQuery, collection};
+use super::{AppState, views};
 use crate::domain::ids::new_id;
 use crate::domain::time::{parse_rfc3339, rfc3339};
 use crate::error::{ApiError, ApiResult, FieldError};
@@ -69,7 +69,7 @@ struct EventsQuery {
 
 /// The deliveries log, newest first; filters `status`
 /// (`pending|succeeded|failed|dead`), `type` and `event_id`.
-#[utoipa::path(tag = "events", params(EventsQuery), responses((status = 200, description = "Collection of events"), (status = 422, description = "validation_failed")), security(("api_key" = [])))]
+#[utoipa::path(tag = "events", params(EventsQuery), responses((status = 200, description = "Events, newest first", body = views::EventPage), (status = 422, description = "validation_failed")), security(("api_key" = [])))]
 #[get("/api/v1/events")]
 async fn list_events(
     bot: Bot,
@@ -118,7 +118,7 @@ async fn list_events(
 }
 
 /// One event with every delivery attempt (with the request headers it sent).
-#[utoipa::path(tag = "events", responses((status = 200, description = "The event and its attempts"), (status = 404, description = "not_found")), security(("api_key" = [])))]
+#[utoipa::path(tag = "events", responses((status = 200, description = "The event and its attempts", body = views::EventWithAttempts), (status = 404, description = "not_found")), security(("api_key" = [])))]
 #[get("/api/v1/events/{event_id}")]
 async fn get_event(
     bot: Bot,
@@ -132,7 +132,7 @@ async fn get_event(
 }
 
 /// Deliver again: new attempts, the same `event_id` and body.
-#[utoipa::path(tag = "events", responses((status = 202, description = "Queued"), (status = 404, description = "not_found")), security(("api_key" = [])))]
+#[utoipa::path(tag = "events", responses((status = 202, description = "Queued", body = views::Redelivery), (status = 404, description = "not_found")), security(("api_key" = [])))]
 #[post("/api/v1/events/{event_id}/redeliver")]
 async fn redeliver(
     bot: Bot,
@@ -145,7 +145,7 @@ async fn redeliver(
 
 /// Redeliver every `dead` or `failed` event of the chatbot (created at or
 /// after `since`), each as one redelivery: `{"status", "since"?}`.
-#[utoipa::path(tag = "events", request_body = Object, responses((status = 202, description = "{\"count\"}: how many were queued"), (status = 422, description = "validation_failed with pointers")), security(("api_key" = [])))]
+#[utoipa::path(tag = "events", request_body = views::RedeliverAll, responses((status = 202, description = "How many were queued", body = views::RedeliveryCount), (status = 422, description = "validation_failed with pointers")), security(("api_key" = [])))]
 #[post("/api/v1/events/redeliver")]
 async fn redeliver_all(
     bot: Bot,
@@ -216,7 +216,7 @@ async fn redeliver_all(
 
 /// Send a signed `webhook.test` event through the delivery pipeline, to
 /// check the endpoint. Its attempts show in the deliveries log.
-#[utoipa::path(tag = "events", request_body(content = Option<Object>, description = "No body, or `{}`"), responses((status = 202, description = "{\"event_id\"}"), (status = 422, description = "validation_failed")), security(("api_key" = [])))]
+#[utoipa::path(tag = "events", request_body(content = Option<Object>, description = "No body, or `{}`"), responses((status = 202, description = "The test event queued", body = views::EventQueued), (status = 422, description = "validation_failed")), security(("api_key" = [])))]
 #[post("/api/v1/events/test")]
 async fn test_event(bot: Bot, st: web::Data<AppState>, body: JsonBody) -> ApiResult<HttpResponse> {
     if let Some(k) = body.0.as_object().and_then(|o| o.keys().next()) {

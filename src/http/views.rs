@@ -235,6 +235,9 @@ pub struct Attempt {
     pub duration_ms: i64,
     pub error: Option<String>,
     pub response_excerpt: Option<String>,
+    /// The request headers this attempt sent (`null` when nothing was sent).
+    #[schema(schema_with = any_object_or_null)]
+    pub request_headers: Option<Value>,
 }
 
 /// An event of the deliveries log.
@@ -275,6 +278,36 @@ pub struct EventWithAttempts {
 pub struct EventPage {
     pub data: Vec<Event>,
     pub page: Page,
+}
+
+/// Chatbots, newest first (the admin's list).
+#[derive(Serialize, ToSchema)]
+pub struct ChatbotPage {
+    pub data: Vec<Chatbot>,
+    pub page: Page,
+}
+
+/// `POST /api/v1/events/redeliver`: every such event of the chatbot again.
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+pub struct RedeliverAll {
+    /// `dead` or `failed`.
+    pub status: String,
+    /// Only events created at or after this time (RFC 3339).
+    pub since: Option<String>,
+}
+
+/// How many events were queued again.
+#[derive(Serialize, ToSchema)]
+pub struct RedeliveryCount {
+    pub count: i64,
+}
+
+/// A queued event (`webhook.test`, an ask without waiting …).
+#[derive(Serialize, ToSchema)]
+pub struct EventQueued {
+    pub event_id: String,
 }
 
 /// A redelivery was queued.
@@ -406,4 +439,13 @@ pub struct Status {
     pub status: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub detail: Option<String>,
+}
+
+fn any_object_or_null() -> utoipa::openapi::schema::Object {
+    utoipa::openapi::schema::ObjectBuilder::new()
+        .schema_type(utoipa::openapi::schema::SchemaType::from_iter([
+            utoipa::openapi::schema::Type::Object,
+            utoipa::openapi::schema::Type::Null,
+        ]))
+        .build()
 }
