@@ -1,0 +1,4 @@
+//! Asking without waiting (`"wait": false` and `…/answer?wait=`), over MCP
+//! (`blockhook mcp` driven by an independent client), and with an attachment.
+
+mod nowait;
