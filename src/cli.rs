@@ -1,4 +1,4 @@
-//! The command line: `serve` (default), `bench`, `ask`.
+//! The command line: `serve` (default), `bench`, `ask`, `mcp`.
 
 use clap::{Parser, Subcommand};
 
@@ -21,6 +21,8 @@ pub enum Command {
     Serve(ServeArgs),
     /// Ask a person in a conversation and wait for the answer.
     Ask(crate::ask_cli::AskArgs),
+    /// Serve MCP tools (`ask`, `ask_start`, `ask_result`) over stdio for agents.
+    Mcp(crate::mcp::McpArgs),
     /// Measure the whole pipeline on loopback against a floor forwarder.
     Bench(crate::bench::BenchArgs),
     /// The floor of `bench`: a bare forwarder (started by `bench` itself).
@@ -33,6 +35,7 @@ pub async fn run() -> Result<i32, String> {
     let args = match cli.command {
         Some(Command::Serve(a)) => a,
         Some(Command::Ask(a)) => return Ok(crate::ask_cli::run(a).await),
+        Some(Command::Mcp(a)) => return Ok(crate::mcp::run(a).await),
         Some(Command::Bench(a)) => return crate::bench::run(a).await,
         Some(Command::BenchFloor(a)) => return crate::bench::floor::run(a).await,
         None => ServeArgs::defaults_from_env()?,

@@ -1,4 +1,5 @@
 //! Asking without waiting (`"wait": false` and `…/answer?wait=`), over MCP
 //! (`blockhook mcp` driven by an independent client), and with an attachment.
 
+mod mcp;
 mod nowait;
