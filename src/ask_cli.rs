@@ -2,7 +2,7 @@
 //!
 //! Exit codes: 0 answered or accepted, 1 declined, 2 expired or withdrawn;
 //! 69 server unreachable or `dialog_pending`, 77 bad key, 65 a request the
-//! server refused as invalid.
+//! server refused as invalid, 66 an `--attach` file that cannot be read.
 
 use clap::Args;
 use serde_json::{Value, json};
@@ -36,6 +36,9 @@ pub struct AskArgs {
     /// How long to wait: `90s`, `10m`, `2h` (5 s to 1 d; default 10m).
     #[arg(long)]
     pub timeout: Option<String>,
+    /// A file the person can open from the question (at most 512 KiB).
+    #[arg(long, value_name = "FILE")]
+    pub attach: Option<std::path::PathBuf>,
     /// The server.
     #[arg(long, env = "BLOCKHOOK_URL", default_value = "http://127.0.0.1:8080")]
     pub url: String,
@@ -47,6 +50,7 @@ pub struct AskArgs {
 pub const EXIT_DECLINED: i32 = 1;
 pub const EXIT_NO_ANSWER: i32 = 2;
 pub const EXIT_DATAERR: i32 = 65;
+pub const EXIT_NOINPUT: i32 = 66;
 pub const EXIT_UNAVAILABLE: i32 = 69;
 pub const EXIT_NOPERM: i32 = 77;
 
@@ -88,6 +92,26 @@ pub fn body(args: &AskArgs) -> Value {
     b
 }
 
+/// The `attachment` of a file: its name, a content type guessed from its
+/// extension, its bytes in base64. An error names the file.
+pub fn attachment(path: &std::path::Path) -> Result<Value, String> {
+    use base64::Engine;
+    let data = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let filename = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .ok_or_else(|| format!("{}: not a file", path.display()))?;
+    let content_type = mime_guess::from_path(path)
+        .first_or_octet_stream()
+        .essence_str()
+        .to_string();
+    Ok(json!({
+        "filename": filename,
+        "content_type": content_type,
+        "data": base64::engine::general_purpose::STANDARD.encode(data),
+    }))
+}
+
 /// What to print and the exit code for an answer.
 pub fn render(answer: &Value) -> (String, i32) {
     let s = |k: &str| {
@@ -119,6 +143,17 @@ pub fn render(answer: &Value) -> (String, i32) {
 }
 
 pub async fn run(args: AskArgs) -> i32 {
+    // The file is read before anything is asked.
+    let mut body = body(&args);
+    if let Some(path) = &args.attach {
+        match attachment(path) {
+            Ok(a) => body["attachment"] = a,
+            Err(e) => {
+                eprintln!("blockhook ask: cannot read the attachment {e}");
+                return EXIT_NOINPUT;
+            }
+        }
+    }
     let _ = rustls::crypto::ring::default_provider().install_default();
     let client = match reqwest::Client::builder().build() {
         Ok(c) => c,
@@ -136,7 +171,7 @@ pub async fn run(args: AskArgs) -> i32 {
         .post(url)
         .bearer_auth(&args.api_key)
         .header("content-type", "application/json")
-        .body(body(&args).to_string())
+        .body(body.to_string())
         .send()
         .await;
     let resp = match resp {

@@ -12,9 +12,13 @@ use super::*;
 use crate::domain::inbox::{Interaction, NewInteraction};
 use crate::hub::{ApiEvent, Hub};
 
+mod attachments;
 mod inbox;
 
-const MIGRATIONS: &[&str] = &[include_str!("../../migrations/postgres/0001_init.sql")];
+const MIGRATIONS: &[&str] = &[
+    include_str!("../../migrations/postgres/0001_init.sql"),
+    include_str!("../../migrations/postgres/0005_attachments.sql"),
+];
 
 pub struct PostgresStore {
     pool: PgPool,
@@ -685,6 +689,26 @@ impl Store for PostgresStore {
             }
             Ok(())
         })
+    }
+
+    fn insert_attachment(
+        &self,
+        a: crate::domain::attachment::Attachment,
+    ) -> BoxFut<'_, StoreResult<()>> {
+        Box::pin(attachments::insert(&self.pool, a))
+    }
+
+    fn get_attachment(
+        &self,
+        id: &str,
+    ) -> BoxFut<'_, StoreResult<crate::domain::attachment::Attachment>> {
+        let id = id.to_string();
+        Box::pin(async move { attachments::get(&self.pool, &id).await })
+    }
+
+    fn delete_attachment(&self, id: &str) -> BoxFut<'_, StoreResult<()>> {
+        let id = id.to_string();
+        Box::pin(async move { attachments::delete(&self.pool, &id).await })
     }
 
     fn get_message(&self, id: &str) -> BoxFut<'_, StoreResult<Message>> {

@@ -17,6 +17,7 @@ use super::*;
 use crate::domain::inbox::{Interaction, NewInteraction};
 use crate::hub::{ApiEvent, Hub};
 
+mod attachments;
 mod cache;
 mod checkpoint;
 mod claims;
@@ -25,6 +26,7 @@ mod inbox;
 const MIGRATIONS: &[&str] = &[
     include_str!("../../migrations/sqlite/0001_init.sql"),
     include_str!("../../migrations/sqlite/0002_attempts_without_rowid.sql"),
+    include_str!("../../migrations/sqlite/0006_attachments.sql"),
 ];
 const MAX_BATCH: usize = 512;
 /// Visitor tokens kept by the read cache.
@@ -1077,6 +1079,26 @@ impl Store for SqliteStore {
             hub.publish_api(api);
             Ok(())
         })
+    }
+
+    fn insert_attachment(
+        &self,
+        a: crate::domain::attachment::Attachment,
+    ) -> BoxFut<'_, StoreResult<()>> {
+        Box::pin(self.write(move |c| attachments::insert(c, &a).map_err(backend)))
+    }
+
+    fn get_attachment(
+        &self,
+        id: &str,
+    ) -> BoxFut<'_, StoreResult<crate::domain::attachment::Attachment>> {
+        let r = self.read(|c| attachments::get(c, id));
+        Box::pin(async move { r?.ok_or(StoreError::NotFound) })
+    }
+
+    fn delete_attachment(&self, id: &str) -> BoxFut<'_, StoreResult<()>> {
+        let id = id.to_string();
+        Box::pin(self.write(move |c| attachments::delete(c, &id).map_err(backend)))
     }
 
     fn get_message(&self, id: &str) -> BoxFut<'_, StoreResult<Message>> {

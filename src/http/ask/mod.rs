@@ -8,6 +8,7 @@
 //! is fetched later (`answer.rs`).
 
 mod answer;
+pub mod attachments;
 mod question;
 
 use std::time::Duration;
@@ -29,6 +30,7 @@ use question::{parse, shape};
 pub fn routes(cfg: &mut utoipa_actix_web::service_config::ServiceConfig) {
     cfg.service(ask);
     cfg.service(answer::answer);
+    attachments::routes(cfg);
 }
 
 const KEEPALIVE: Duration = Duration::from_secs(2);
@@ -97,6 +99,19 @@ fn outcome(i: &Value) -> Value {
     }
 }
 
+/// The outcome of posting the question; a refused question's attachment
+/// is removed again.
+async fn posted(
+    st: &AppState,
+    attachment: &Option<String>,
+    r: Result<(), crate::store::StoreError>,
+) -> Result<(), crate::store::StoreError> {
+    if let (Err(_), Some(id)) = (&r, attachment) {
+        let _ = st.store.delete_attachment(id).await;
+    }
+    r
+}
+
 /// Ask a person and wait for the answer.
 #[utoipa::path(tag = "ask", request_body = Object, responses(
     (status = 200, description = "{\"answer\": \"chose\"|\"custom\"|\"accepted\"|\"declined\"|\"expired\"|\"withdrawn\", …}"),
@@ -115,10 +130,10 @@ async fn ask(
     if conv.chatbot_id != bot.0.id {
         return Err(ApiError::not_found());
     }
-    let q = parse(&body.0)?;
+    let mut q = parse(&body.0)?;
     let (blocks, kind, payload, spec) = shape(&q);
     let now = st.now_ms();
-    let msg = new_message(
+    let mut msg = new_message(
         &conv.id,
         Author::bot(),
         Content {
@@ -142,19 +157,21 @@ async fn ask(
         created_at: now,
     };
     let interaction_id = interaction.id.clone();
+    let attachment = match q.attachment.take() {
+        Some(upload) => Some(attachments::store(&st, &bot.0.id, &mut msg, upload, now).await?),
+        None => None,
+    };
     if !q.wait {
         let expires_at = interaction.expires_at;
-        st.store
-            .insert_message(msg, None, vec![interaction])
-            .await?;
+        let r = st.store.insert_message(msg, None, vec![interaction]).await;
+        posted(&st, &attachment, r).await?;
         answer::expire_at(st.clone(), interaction_id.clone(), expires_at);
         return Ok(HttpResponse::Accepted().json(json!({"interaction_id": interaction_id})));
     }
     // Subscribe before the question exists, so no answer can slip by.
     let rx = st.hub.api.subscribe();
-    st.store
-        .insert_message(msg, None, vec![interaction])
-        .await?;
+    let r = st.store.insert_message(msg, None, vec![interaction]).await;
+    posted(&st, &attachment, r).await?;
     let waiter = Waiter {
         st: st.clone(),
         interaction_id,

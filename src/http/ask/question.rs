@@ -6,6 +6,7 @@ use std::time::Duration;
 use serde_json::{Map, Value, json};
 
 use super::super::extract::text_field;
+use crate::domain::attachment::{self, Upload};
 use crate::domain::blocks::{Block, BlockState, Button, Field, FieldKind};
 use crate::domain::inbox::{self, Spec};
 use crate::error::{ApiError, FieldError};
@@ -28,6 +29,7 @@ pub(super) struct Question {
     pub timeout: Duration,
     /// `false`: answer 202 at once; the question waits for its answer or timeout.
     pub wait: bool,
+    pub attachment: Option<Upload>,
 }
 
 fn valid_id(s: &str) -> bool {
@@ -75,7 +77,7 @@ pub(super) fn parse(body: &Value) -> Result<Question, ApiError> {
         "wait",
     ];
     for k in body.keys() {
-        if !KEYS.contains(&k.as_str()) || k == "attachment" {
+        if !KEYS.contains(&k.as_str()) {
             errors.push(FieldError::new(
                 format!("/{k}"),
                 "unknown_field",
@@ -179,6 +181,10 @@ pub(super) fn parse(body: &Value) -> Result<Question, ApiError> {
     let multiple = flag(body, "multiple", &mut errors);
     let custom = flag(body, "custom", &mut errors);
     let comment = flag(body, "comment", &mut errors);
+    let attachment = match body.get("attachment") {
+        None | Some(Value::Null) => None,
+        Some(v) => attachment::parse(v, &mut errors),
+    };
     let wait = !matches!(body.get("wait"), Some(Value::Bool(false)));
     if body
         .get("wait")
@@ -249,6 +255,7 @@ pub(super) fn parse(body: &Value) -> Result<Question, ApiError> {
         comment,
         timeout,
         wait,
+        attachment,
     })
 }
 
