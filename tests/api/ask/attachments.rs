@@ -190,3 +190,44 @@ async fn the_cli_attaches_a_file_or_exits_66_before_asking() {
     assert_eq!(out.status.code(), Some(0));
 }
 }
+
+/// Deletes a conversation row as the purge does, with the store's rules
+/// (on SQLite, foreign keys on).
+async fn delete_conversation(app: &TestApp, id: &str) {
+    match &app.database {
+        blockhook::config::Database::Sqlite(p) => {
+            let c = rusqlite::Connection::open(p).unwrap();
+            c.busy_timeout(std::time::Duration::from_secs(10)).unwrap();
+            c.pragma_update(None, "foreign_keys", "ON").unwrap();
+            c.execute("DELETE FROM conversations WHERE id = ?1", [id])
+                .unwrap();
+        }
+        blockhook::config::Database::Postgres(u) => {
+            use sqlx::Connection;
+            let mut c = sqlx::PgConnection::connect(u).await.unwrap();
+            sqlx::query("DELETE FROM conversations WHERE id = $1")
+                .bind(id)
+                .execute(&mut c)
+                .await
+                .unwrap();
+        }
+    }
+}
+
+store_test! {
+async fn an_attachment_is_deleted_with_its_conversation() {
+    let app = spawn_app().await;
+    let rx = Receiver::start().await;
+    let bot = app.create_bot(&rx.url).await;
+    let conv = app.create_conv(&bot).await;
+    let keep = app.create_conv(&bot).await;
+    let file = json!({"filename": "a.txt", "content_type": "text/plain", "data": B64.encode(b"a")});
+    ask_later(&app, &bot, &conv, json!({"message": "A?", "attachment": file})).await;
+    ask_later(&app, &bot, &keep, json!({"message": "B?", "attachment": file})).await;
+    let gone = last_message(&app, &conv).await["attachments"][0]["id"].as_str().unwrap().to_string();
+    let kept = last_message(&app, &keep).await["attachments"][0]["id"].as_str().unwrap().to_string();
+    delete_conversation(&app, &conv.id).await;
+    assert_eq!(download(&app, &format!("/api/v1/attachments/{gone}"), &bot.api_key).await.status(), 404);
+    assert_eq!(download(&app, &format!("/api/v1/attachments/{kept}"), &bot.api_key).await.status(), 200);
+}
+}

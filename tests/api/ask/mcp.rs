@@ -164,7 +164,9 @@ async fn mcp_ask_start_then_ask_result_gets_a_decline_with_its_comment() {
         Some(&conv.id),
         "discover",
         "ask_start",
-        json!({"message": "Merge the release branch?", "comment": true, "timeout": "10m"}),
+        json!({"message": "Merge the release branch?", "comment": true, "timeout": "10m",
+               "attachment": {"filename": "release.diff", "content_type": "text/x-diff",
+                              "data": "LS0tIGEKKysrIGIK"}}),
     ))
     .await;
     assert!(r["protocol_version"].as_str().unwrap() > "2025-11-25", "{}", r["protocol_version"]);
@@ -177,6 +179,8 @@ async fn mcp_ask_start_then_ask_result_gets_a_decline_with_its_comment() {
 
     let m = last_message(&app, &conv).await;
     assert_eq!(m["text"], "Merge the release branch?");
+    assert_eq!(m["attachments"][0]["filename"], "release.diff");
+    assert_eq!(m["attachments"][0]["size"], 12);
     let r = app
         .post(
             &format!("/widget/v1/messages/{}/clicks", m["id"].as_str().unwrap()),
