@@ -144,7 +144,7 @@ async fn ask(
         },
         now,
     );
-    let interaction = NewInteraction {
+    let mut interaction = NewInteraction {
         id: crate::domain::ids::new_id("int"),
         chatbot_id: bot.0.id.clone(),
         conversation_id: conv.id.clone(),
@@ -161,6 +161,10 @@ async fn ask(
         Some(upload) => Some(attachments::store(&st, &bot.0.id, &mut msg, upload, now).await?),
         None => None,
     };
+    if !msg.attachments.is_empty() {
+        // Reviewers see the files on the inbox card too.
+        interaction.payload["attachments"] = json!(msg.attachments);
+    }
     if !q.wait {
         let expires_at = interaction.expires_at;
         let r = st.store.insert_message(msg, None, vec![interaction]).await;

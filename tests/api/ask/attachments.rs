@@ -46,6 +46,13 @@ async fn an_ask_carries_a_file_that_its_visitor_and_its_chatbot_can_download() {
     let url = a["url"].as_str().unwrap();
     assert!(url.starts_with("http") && url.ends_with(&format!("/widget/v1/attachments/{id}")), "{url}");
     assert_eq!(a.as_object().unwrap().len(), 5);
+    let i: Value = app
+        .get(&format!("/api/v1/interactions?conversation_id={}", conv.id), &bot.api_key)
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(i["data"][0]["payload"]["attachments"], json!([a]), "the inbox card lists it too");
 
     for (path, bearer) in [
         (format!("/widget/v1/attachments/{id}"), conv.token.as_str()),
