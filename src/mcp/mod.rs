@@ -39,6 +39,9 @@ pub struct McpArgs {
 /// well under the 10 s the contract allows between notifications.
 const POLL_S: u64 = 5;
 
+/// How long `ask` keeps trying a server it lost before giving up.
+const UNREACHABLE_FOR: Duration = Duration::from_secs(60);
+
 const INSTRUCTIONS: &str = "Ask a person and get their decision. Use `ask` to ask and wait \
 (it reports progress while the person decides), or `ask_start` then `ask_result` to ask and \
 check back later. Answers: `accepted` (yes), `declined` (no; may carry a `comment`), `chose` \
@@ -145,20 +148,27 @@ impl Blockhook {
             }
         };
         progress(&peer).await;
+        let mut down_since: Option<Instant> = None;
         loop {
             match self.api.answer(&id, POLL_S).await {
                 Ok(v) if v.get("answer").and_then(Value::as_str) == Some("pending") => {
+                    down_since = None;
                     progress(&peer).await
                 }
                 Ok(v) => return Ok(CallToolResult::structured(v)),
-                Err(f) if f.code == "unreachable" => {
+                Err(mut f) if f.code == "unreachable" => {
                     // A dropped connection: try again after a pause, still
-                    // reporting progress, until the server answers.
-                    progress(&peer).await;
-                    tokio::time::sleep(Duration::from_secs(1)).await;
-                    if started.elapsed() > Duration::from_secs(86_400 + 60) {
+                    // reporting progress, for up to a minute.
+                    let since = *down_since.get_or_insert_with(Instant::now);
+                    if since.elapsed() > UNREACHABLE_FOR {
+                        f.detail = format!(
+                            "{} (the question {id} stays open: read it later with ask_result)",
+                            f.detail
+                        );
                         return Ok(failed(&f));
                     }
+                    progress(&peer).await;
+                    tokio::time::sleep(Duration::from_secs(1)).await;
                 }
                 Err(f) => return Ok(failed(&f)),
             }
