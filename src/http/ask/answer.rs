@@ -105,13 +105,9 @@ pub(super) async fn answer(
         };
         let reread = tokio::select! {
             r = rx.recv() => match r {
-                Ok(e) if e.interaction_id == i.id => {
-                    let v = outcome(&e.data);
-                    if !v.is_null() {
-                        return Ok(HttpResponse::Ok().json(v));
-                    }
-                    false
-                }
+                // The store has the committed state, whatever the signal
+                // carries (a wake-up from another instance may carry less).
+                Ok(e) if e.interaction_id == i.id => true,
                 Ok(_) => false,
                 Err(RecvError::Lagged(_)) => true,
                 Err(RecvError::Closed) => {
