@@ -37,6 +37,9 @@ pub struct AskArgs {
     /// How long to wait: `90s`, `10m`, `2h` (5 s to 1 d; default 10m).
     #[arg(long)]
     pub timeout: Option<String>,
+    /// A file the person can open from the question (at most 512 KiB).
+    #[arg(long, value_name = "FILE")]
+    pub attach: Option<std::path::PathBuf>,
     /// The server.
     #[arg(long, env = "BLOCKHOOK_URL", default_value = "http://127.0.0.1:8080")]
     pub url: String,
@@ -53,6 +56,7 @@ Exit codes:
   2   expired or withdrawn
   64  usage error (a timeout outside 5s to 1d included)
   65  the server refused the request as invalid
+  66  an --attach file that does not exist or cannot be read
   69  server unreachable, or a question is already pending in the conversation
   77  missing or bad API key";
 
@@ -75,6 +79,7 @@ pub fn timeout(args: &AskArgs) -> Result<Option<Duration>, String> {
 pub const EXIT_DECLINED: i32 = 1;
 pub const EXIT_NO_ANSWER: i32 = 2;
 pub const EXIT_DATAERR: i32 = 65;
+pub const EXIT_NOINPUT: i32 = 66;
 pub const EXIT_UNAVAILABLE: i32 = 69;
 pub const EXIT_NOPERM: i32 = 77;
 
@@ -114,6 +119,26 @@ pub fn body(args: &AskArgs) -> Value {
         b["timeout"] = json!(t);
     }
     b
+}
+
+/// The `attachment` of a file: its name, a content type guessed from its
+/// extension, its bytes in base64. An error names the file.
+pub fn attachment(path: &std::path::Path) -> Result<Value, String> {
+    use base64::Engine;
+    let data = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let filename = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .ok_or_else(|| format!("{}: not a file", path.display()))?;
+    let content_type = mime_guess::from_path(path)
+        .first_or_octet_stream()
+        .essence_str()
+        .to_string();
+    Ok(json!({
+        "filename": filename,
+        "content_type": content_type,
+        "data": base64::engine::general_purpose::STANDARD.encode(data),
+    }))
 }
 
 /// What to print and the exit code for an answer.
@@ -158,6 +183,17 @@ pub async fn run(args: AskArgs) -> i32 {
             return EXIT_USAGE;
         }
     };
+    // The file is read before anything is asked.
+    let mut body = body(&args);
+    if let Some(path) = &args.attach {
+        match attachment(path) {
+            Ok(a) => body["attachment"] = a,
+            Err(e) => {
+                eprintln!("blockhook ask: cannot read the attachment {e}");
+                return EXIT_NOINPUT;
+            }
+        }
+    }
     if std::io::stderr().is_terminal() {
         eprintln!(
             "blockhook ask: waiting for an answer in {} (up to {})…",
@@ -182,7 +218,7 @@ pub async fn run(args: AskArgs) -> i32 {
         .post(url)
         .bearer_auth(&api_key)
         .header("content-type", "application/json")
-        .body(body(&args).to_string())
+        .body(body.to_string())
         .send()
         .await;
     let resp = match resp {

@@ -1,4 +1,4 @@
-//! The command line: `serve` (default), `bench`, `ask`.
+//! The command line: `serve` (default), `bench`, `ask`, `mcp`.
 
 use std::io::IsTerminal;
 
@@ -29,6 +29,8 @@ pub enum Command {
     /// Ask a person in a conversation and wait for the answer.
     #[command(after_help = crate::ask_cli::EXIT_CODES_HELP)]
     Ask(crate::ask_cli::AskArgs),
+    /// Serve MCP tools (`ask`, `ask_start`, `ask_result`) over stdio for agents.
+    Mcp(crate::mcp::McpArgs),
     /// Measure the whole pipeline on loopback against a floor forwarder.
     Bench(crate::bench::BenchArgs),
     /// The floor of `bench`: a bare forwarder (started by `bench` itself).
@@ -70,6 +72,10 @@ pub async fn run() -> Result<i32, String> {
         Some(Command::Ask(a)) => {
             init_logs(LogFormat::Text);
             return Ok(crate::ask_cli::run(a).await);
+        }
+        Some(Command::Mcp(a)) => {
+            init_logs(LogFormat::Text);
+            return Ok(crate::mcp::run(a).await);
         }
         Some(Command::Bench(a)) => {
             init_logs(LogFormat::Text);

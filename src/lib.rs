@@ -11,6 +11,7 @@ pub mod error;
 pub mod http;
 pub mod hub;
 pub mod limits;
+pub mod mcp;
 pub mod schemas;
 pub mod startup;
 pub mod store;

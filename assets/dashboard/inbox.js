@@ -1,8 +1,27 @@
 // Pending interactions: compact cards (who asks, what they said, the
 // question) that open to answer as a team member.
 
-import { api, idempotencyKey, problem } from "./api.js";
+import { api, idempotencyKey, problem, session } from "./api.js";
 import { h, pretty, valueName, when } from "./dom.js";
+
+/** Links to a question's attachments, fetched with the API key and linked as blob: downloads. */
+function files(list) {
+  if (!list || !list.length) return null;
+  return h("ul", { class: "files" }, list.map((a) => {
+    const link = h("a", { href: "#", class: "file", dataset: { attachmentId: a.id },
+      onclick: (e) => { if (link.dataset.ready !== "true") e.preventDefault(); } },
+      a.filename, " ", h("span", { class: "muted small" }, `(${Math.max(1, Math.round(a.size / 1024))} KB)`));
+    fetch(`/api/v1/attachments/${encodeURIComponent(a.id)}`, {
+      headers: { Authorization: `Bearer ${session.get()}` }, cache: "no-store",
+    }).then(async (res) => {
+      if (!res.ok) throw new Error(String(res.status));
+      link.href = URL.createObjectURL(await res.blob());
+      link.setAttribute("download", a.filename);
+      link.dataset.ready = "true";
+    }).catch(() => link.classList.add("error"));
+    return h("li", {}, link);
+  }));
+}
 
 const CLOSED = { answered: "answered", expired: "expired", cancelled: "cancelled" };
 
@@ -16,12 +35,6 @@ export function styleClass(style) {
  * filename, content_type, size, url}] on the interaction's context), or
  * null when it has none.
  */
-function attachments(i) {
-  const list = (i.context && i.context.attachments) || i.attachments || [];
-  if (!list.length) return null;
-  return h("ul", { class: "attachments" }, list.map((a) => h("li", null, h("a", { href: a.url, download: a.filename }, a.filename), h("span", { class: "muted small" }, ` ${a.content_type || ""}`))));
-}
-
 export class Inbox {
   /** els: {list, count, error}; onAnswered() after an accepted answer. */
   constructor(els, onAnswered) {
@@ -117,7 +130,7 @@ export class Inbox {
         p.title && i.prompt && p.title !== i.prompt ? h("p", { class: "prompt-text" }, i.prompt) : null,
         h("p", { class: "muted small" }, h("span", { class: "mono" }, i.conversation_id), " · created ", when(i.created_at),
           i.expires_at ? [" · expires ", when(i.expires_at)] : null),
-        attachments(i),
+        files((p && p.attachments) || (i.context && i.context.attachments) || i.attachments),
         h("div", { class: "answer" }, this.controls(i, err)),
         err,
         h("details", null, h("summary", null, "Payload"), h("pre", { class: "code" }, pretty(p)))));

@@ -4,6 +4,7 @@
 import { h, valueName } from "../lib/dom.js";
 import { openStream } from "../lib/sse.js";
 import { ORIGIN, UNAVAILABLE, call, problem } from "./api.js";
+import { renderAttachments } from "./attachments.js";
 import { fillForm, formValues, renderActions, renderForm, showFieldErrors } from "./blocks.js";
 
 const PAGE = 50;
@@ -302,6 +303,7 @@ export class Widget {
     return h("article", { class: `bh-msg bh-msg--${kind}`, dataset: { messageId: m.id } },
       h("div", { class: "bh-meta" }, h("span", { class: "bh-who" }, who), h("time", { datetime: m.created_at }, clock(m.created_at))),
       m.text ? h("div", { class: "bh-bubble" }, m.text) : null,
+      renderAttachments(m, this.sess.visitor_token),
       blocks);
   }
 

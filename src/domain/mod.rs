@@ -1,5 +1,6 @@
 //! Pure domain code: no I/O.
 
+pub mod attachment;
 pub mod blocks;
 pub mod duration;
 pub mod error;

@@ -88,6 +88,9 @@ pub struct Message {
     pub author: Author,
     pub text: Option<String>,
     pub blocks: Vec<Block>,
+    /// Files an ask carries (API §7).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub attachments: Vec<crate::domain::attachment::AttachmentRef>,
     pub metadata: Value,
     #[serde(default)]
     pub typing_on_interaction: bool,

@@ -415,12 +415,22 @@ pub struct Ask {
     #[schema(value_type = Option<Duration>)]
     pub timeout: Option<Value>,
     pub attachment: Option<AskAttachment>,
+    /// `false`: answer 202 `{"interaction_id"}` at once; the answer is
+    /// fetched from `/api/v1/interactions/{id}/answer` (default `true`).
+    pub wait: Option<bool>,
+}
+
+/// An ask without waiting: the question is asked.
+#[derive(Serialize, ToSchema)]
+pub struct AskStarted {
+    pub interaction_id: String,
 }
 
 /// What an ask ends with.
 #[derive(Serialize, ToSchema)]
 pub struct AskOutcome {
-    /// `chose`, `custom`, `accepted`, `declined`, `expired` or `withdrawn`.
+    /// `chose`, `custom`, `accepted`, `declined`, `expired` or `withdrawn`
+    /// (or `pending`, from `…/answer` while undecided).
     pub answer: String,
     /// With `chose`: the chosen option ids.
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -216,6 +216,8 @@ pub struct ReplyRequest {
     pub reply: Reply,
 }
 
+// One reply per response_url use, moved once: the size of `Post` costs nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone)]
 pub enum Reply {
     /// Replace the original in place; `None` keeps what it had.
@@ -285,6 +287,20 @@ pub trait Store: Send + Sync + 'static {
         interactions: Vec<NewInteraction>,
     ) -> BoxFut<'_, StoreResult<()>>;
     fn get_message(&self, id: &str) -> BoxFut<'_, StoreResult<Message>>;
+
+    /// Stores an ask's attachment (before its message; deleted with its
+    /// conversation).
+    fn insert_attachment(
+        &self,
+        a: crate::domain::attachment::Attachment,
+    ) -> BoxFut<'_, StoreResult<()>>;
+    /// An attachment with its bytes; `NotFound` if there is none.
+    fn get_attachment(
+        &self,
+        id: &str,
+    ) -> BoxFut<'_, StoreResult<crate::domain::attachment::Attachment>>;
+    /// Removes an attachment whose message was refused.
+    fn delete_attachment(&self, id: &str) -> BoxFut<'_, StoreResult<()>>;
     fn list_messages(
         &self,
         conversation_id: &str,

@@ -14,6 +14,7 @@ use crate::domain::inbox::{Interaction, NewInteraction};
 use crate::domain::origins::AllowedOrigins;
 use crate::hub::{ApiEvent, Hub};
 
+mod attachments;
 mod dashboard;
 mod inbox;
 
@@ -21,6 +22,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../migrations/postgres/0001_init.sql"),
     include_str!("../../migrations/postgres/0002_allowed_origins.sql"),
     include_str!("../../migrations/postgres/0004_attempt_headers.sql"),
+    include_str!("../../migrations/postgres/0005_attachments.sql"),
 ];
 
 pub struct PostgresStore {
@@ -703,6 +705,26 @@ impl Store for PostgresStore {
             }
             Ok(())
         })
+    }
+
+    fn insert_attachment(
+        &self,
+        a: crate::domain::attachment::Attachment,
+    ) -> BoxFut<'_, StoreResult<()>> {
+        Box::pin(attachments::insert(&self.pool, a))
+    }
+
+    fn get_attachment(
+        &self,
+        id: &str,
+    ) -> BoxFut<'_, StoreResult<crate::domain::attachment::Attachment>> {
+        let id = id.to_string();
+        Box::pin(async move { attachments::get(&self.pool, &id).await })
+    }
+
+    fn delete_attachment(&self, id: &str) -> BoxFut<'_, StoreResult<()>> {
+        let id = id.to_string();
+        Box::pin(async move { attachments::delete(&self.pool, &id).await })
     }
 
     fn get_message(&self, id: &str) -> BoxFut<'_, StoreResult<Message>> {

@@ -19,6 +19,7 @@ use crate::domain::inbox::{Interaction, NewInteraction};
 use crate::domain::origins::AllowedOrigins;
 use crate::hub::{ApiEvent, Hub};
 
+mod attachments;
 mod cache;
 mod checkpoint;
 mod claims;
@@ -30,6 +31,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../migrations/sqlite/0002_attempts_without_rowid.sql"),
     include_str!("../../migrations/sqlite/0003_allowed_origins.sql"),
     include_str!("../../migrations/sqlite/0005_attempt_headers.sql"),
+    include_str!("../../migrations/sqlite/0006_attachments.sql"),
 ];
 const MAX_BATCH: usize = 512;
 /// Visitor tokens kept by the read cache.
@@ -1082,6 +1084,26 @@ impl Store for SqliteStore {
             hub.publish_api(api);
             Ok(())
         })
+    }
+
+    fn insert_attachment(
+        &self,
+        a: crate::domain::attachment::Attachment,
+    ) -> BoxFut<'_, StoreResult<()>> {
+        Box::pin(self.write(move |c| attachments::insert(c, &a).map_err(backend)))
+    }
+
+    fn get_attachment(
+        &self,
+        id: &str,
+    ) -> BoxFut<'_, StoreResult<crate::domain::attachment::Attachment>> {
+        let r = self.read(|c| attachments::get(c, id));
+        Box::pin(async move { r?.ok_or(StoreError::NotFound) })
+    }
+
+    fn delete_attachment(&self, id: &str) -> BoxFut<'_, StoreResult<()>> {
+        let id = id.to_string();
+        Box::pin(self.write(move |c| attachments::delete(c, &id).map_err(backend)))
     }
 
     fn get_message(&self, id: &str) -> BoxFut<'_, StoreResult<Message>> {

@@ -61,6 +61,7 @@ pub fn new_message(
         author,
         text: content.text,
         blocks: content.blocks.unwrap_or_default(),
+        attachments: Vec::new(),
         metadata: content
             .metadata
             .unwrap_or_else(|| Value::Object(Default::default())),

@@ -3,6 +3,7 @@
 #[macro_use]
 mod helpers;
 
+mod ask;
 mod bench_smoke;
 mod core;
 mod delivery;

@@ -139,3 +139,33 @@ async fn the_widget_renders_every_form_field_type_and_the_takeover_reason() {
         "{dom}"
     );
 }
+
+#[actix_web::test]
+async fn the_widget_links_a_questions_attachment_for_download() {
+    use base64::Engine;
+    let app = spawn_app().await;
+    let bot = app.create_bot("http://127.0.0.1:9/hook").await;
+    let conv = app.create_conv(&bot).await;
+    let bytes: Vec<u8> = (0..3000u32).map(|i| (i % 251) as u8).collect();
+    let r = app
+        .post(
+            &format!("/api/v1/conversations/{}/ask", conv.id),
+            &bot.api_key,
+            &json!({"message": "Approve the report?", "wait": false, "attachment": {
+                "filename": "report-q3.pdf", "content_type": "application/pdf",
+                "data": base64::engine::general_purpose::STANDARD.encode(&bytes)}}),
+        )
+        .await;
+    assert_eq!(r.status(), 202);
+
+    let dom = dump_dom(&widget_url(&app, &bot, &conv)).await;
+
+    assert!(dom.contains("Approve the report?"), "{dom}");
+    assert!(dom.contains(r#"class="bh-file""#), "a file link:\n{dom}");
+    assert!(dom.contains("report-q3.pdf"), "its name:\n{dom}");
+    assert!(dom.contains("(2.9 KB)"), "its size:\n{dom}");
+    // Fetched with the visitor token and linked as the downloaded bytes.
+    assert!(dom.contains(r#"href="blob:"#), "a blob: link:\n{dom}");
+    assert!(dom.contains(r#"download="report-q3.pdf""#), "{dom}");
+    assert!(dom.contains(r#"data-ready="true""#), "{dom}");
+}

@@ -1,33 +1,15 @@
-//! Ask and wait (chatbot API key): post a question into a conversation and
-//! hold the response open until a person answers, it expires, or the asking
-//! client goes away (the question is then withdrawn).
-//!
-//! The answer is always a 200: headers go out at once, whitespace keeps the
-//! connection alive (and reveals a client that left), and the JSON answer
-//! follows.
+//! An ask's body checked into a question, and the blocks, interaction type
+//! and payload that show it.
 
 use std::time::Duration;
 
-use actix_web::{HttpResponse, post, web};
-use bytes::Bytes;
 use serde_json::{Map, Value, json};
-use tokio::sync::broadcast;
 
-use super::extract::{Bot, JsonBody, text_field};
-use super::{AppState, views};
+use super::super::extract::text_field;
+use crate::domain::attachment::{self, Upload};
 use crate::domain::blocks::{Block, BlockState, Button, Field, FieldKind};
-use crate::domain::inbox::{self, NewInteraction, Spec};
-use crate::domain::model::Author;
-use crate::error::{ApiError, ApiResult, FieldError};
-use crate::hub::ApiEvent;
-use crate::usecase::content::{Content, new_message};
-
-pub fn routes(cfg: &mut utoipa_actix_web::service_config::ServiceConfig) {
-    cfg.service(ask);
-}
-
-const KEEPALIVE: Duration = Duration::from_secs(2);
-
+use crate::domain::inbox::{self, Spec};
+use crate::error::{ApiError, FieldError};
 struct AskOption {
     id: String,
     label: String,
@@ -35,16 +17,19 @@ struct AskOption {
 }
 
 /// A checked ask request.
-struct Question {
-    message: String,
-    title: Option<String>,
+pub(super) struct Question {
+    pub message: String,
+    pub title: Option<String>,
     options: Vec<AskOption>,
     multiple: bool,
     custom: bool,
     accept: String,
     decline: String,
     comment: bool,
-    timeout: Duration,
+    pub timeout: Duration,
+    /// `false`: answer 202 at once; the question waits for its answer or timeout.
+    pub wait: bool,
+    pub attachment: Option<Upload>,
 }
 
 fn valid_id(s: &str) -> bool {
@@ -69,7 +54,7 @@ fn flag(body: &Map<String, Value>, key: &str, errors: &mut Vec<FieldError>) -> b
     }
 }
 
-fn parse(body: &Value) -> Result<Question, ApiError> {
+pub(super) fn parse(body: &Value) -> Result<Question, ApiError> {
     let Some(body) = body.as_object() else {
         return Err(ApiError::field(
             "",
@@ -78,7 +63,7 @@ fn parse(body: &Value) -> Result<Question, ApiError> {
         ));
     };
     let mut errors = Vec::new();
-    const KEYS: [&str; 10] = [
+    const KEYS: [&str; 11] = [
         "message",
         "title",
         "options",
@@ -89,9 +74,10 @@ fn parse(body: &Value) -> Result<Question, ApiError> {
         "comment",
         "timeout",
         "attachment",
+        "wait",
     ];
     for k in body.keys() {
-        if !KEYS.contains(&k.as_str()) || k == "attachment" {
+        if !KEYS.contains(&k.as_str()) {
             errors.push(FieldError::new(
                 format!("/{k}"),
                 "unknown_field",
@@ -195,6 +181,21 @@ fn parse(body: &Value) -> Result<Question, ApiError> {
     let multiple = flag(body, "multiple", &mut errors);
     let custom = flag(body, "custom", &mut errors);
     let comment = flag(body, "comment", &mut errors);
+    let attachment = match body.get("attachment") {
+        None | Some(Value::Null) => None,
+        Some(v) => attachment::parse(v, &mut errors),
+    };
+    let wait = !matches!(body.get("wait"), Some(Value::Bool(false)));
+    if body
+        .get("wait")
+        .is_some_and(|w| !w.is_boolean() && !w.is_null())
+    {
+        errors.push(FieldError::new(
+            "/wait",
+            "invalid_type",
+            "must be a boolean",
+        ));
+    }
     let accept = text_field(body.get("accept"), "accept", 30, &mut errors);
     let decline = text_field(body.get("decline"), "decline", 30, &mut errors);
     if multiple && options.len() < 2 {
@@ -253,6 +254,8 @@ fn parse(body: &Value) -> Result<Question, ApiError> {
         decline: decline.unwrap_or_else(|| "No".into()),
         comment,
         timeout,
+        wait,
+        attachment,
     })
 }
 
@@ -280,7 +283,7 @@ fn form(block_id: &str, form_id: &str, title: Option<String>, fields: Vec<Field>
 }
 
 /// The blocks, interaction type, payload and spec of a question.
-fn shape(q: &Question) -> (Vec<Block>, &'static str, Value, Spec) {
+pub(super) fn shape(q: &Question) -> (Vec<Block>, &'static str, Value, Spec) {
     let mut blocks = Vec::new();
     let mut spec = Spec {
         ask: true,
@@ -372,141 +375,4 @@ fn shape(q: &Question) -> (Vec<Block>, &'static str, Value, Spec) {
     let payload =
         json!({"title": q.title, "options": options, "multiple": q.multiple, "custom": q.custom});
     (blocks, inbox::CHOICE, payload, spec)
-}
-
-/// Withdraws the question if the wait ends without an answer being sent.
-struct Waiter {
-    st: web::Data<AppState>,
-    interaction_id: String,
-    chatbot_id: String,
-    rx: broadcast::Receiver<ApiEvent>,
-    deadline: tokio::time::Instant,
-    done: bool,
-}
-
-impl Drop for Waiter {
-    fn drop(&mut self) {
-        if self.done {
-            return;
-        }
-        let st = self.st.clone();
-        let id = self.interaction_id.clone();
-        tokio::spawn(async move {
-            let _ = st
-                .store
-                .close_interaction(&id, "cancelled", "withdrawn", st.now_ms())
-                .await;
-        });
-    }
-}
-
-impl Waiter {
-    /// The answer, or `None` to send a keep-alive first.
-    async fn next(&mut self) -> Option<Value> {
-        let tick = tokio::time::sleep(KEEPALIVE);
-        tokio::select! {
-            r = self.rx.recv() => match r {
-                Ok(e) if e.interaction_id == self.interaction_id => Some(outcome(&e.data)),
-                Ok(_) => None,
-                Err(_) => {
-                    // Lagged or closed: read the interaction from the store.
-                    let i = self.st.store.get_interaction(&self.chatbot_id, &self.interaction_id).await.ok()?;
-                    let now = self.st.now_ms();
-                    (i.status_at(now) != "pending").then(|| outcome(&i.to_json(now)))
-                }
-            },
-            _ = tokio::time::sleep_until(self.deadline) => {
-                let st = self.st.clone();
-                Some(match st.store.close_interaction(&self.interaction_id, "expired", "expired", st.now_ms()).await {
-                    Ok(i) => outcome(&i.to_json(st.now_ms())),
-                    Err(_) => json!({"answer": "expired"}),
-                })
-            }
-            _ = tick => None,
-        }
-    }
-}
-
-/// What the asking client gets for an interaction as it now stands.
-fn outcome(i: &Value) -> Value {
-    match i.get("status").and_then(Value::as_str) {
-        Some("answered") => inbox::ask_answer(i.get("response").unwrap_or(&Value::Null)),
-        Some("expired") => json!({"answer": "expired"}),
-        Some("pending") => Value::Null,
-        _ => json!({"answer": "withdrawn"}),
-    }
-}
-
-/// Ask a person and wait for the answer.
-#[utoipa::path(tag = "ask", request_body = views::Ask, responses(
-    (status = 200, description = "The answer (sent when a person answers; whitespace keeps the connection alive until then)", body = views::AskOutcome),
-    (status = 409, description = "dialog_pending")), security(("api_key" = [])))]
-#[post("/api/v1/conversations/{cid}/ask")]
-async fn ask(
-    bot: Bot,
-    st: web::Data<AppState>,
-    cid: web::Path<String>,
-    body: JsonBody,
-) -> ApiResult<HttpResponse> {
-    let conv = st.store.get_conversation(&cid).await?;
-    if conv.chatbot_id != bot.0.id {
-        return Err(ApiError::not_found());
-    }
-    let q = parse(&body.0)?;
-    let (blocks, kind, payload, spec) = shape(&q);
-    let now = st.now_ms();
-    let msg = new_message(
-        &conv.id,
-        Author::bot(),
-        Content {
-            text: Some(q.message.clone()),
-            blocks: Some(blocks),
-            metadata: None,
-            typing_on_interaction: None,
-        },
-        now,
-    );
-    let interaction = NewInteraction {
-        id: crate::domain::ids::new_id("int"),
-        chatbot_id: bot.0.id.clone(),
-        conversation_id: conv.id.clone(),
-        message_id: msg.id.clone(),
-        kind,
-        prompt: q.message.clone(),
-        payload,
-        spec,
-        expires_at: Some(now + q.timeout.as_millis() as i64),
-        created_at: now,
-    };
-    let interaction_id = interaction.id.clone();
-    // Subscribe before the question exists, so no answer can slip by.
-    let rx = st.hub.api.subscribe();
-    st.store
-        .insert_message(msg, None, vec![interaction])
-        .await?;
-    let waiter = Waiter {
-        st: st.clone(),
-        interaction_id,
-        chatbot_id: bot.0.id.clone(),
-        rx,
-        deadline: tokio::time::Instant::now() + q.timeout,
-        done: false,
-    };
-    let body = futures_util::stream::unfold(Some(waiter), |w| async move {
-        let mut w = w?;
-        match w.next().await {
-            Some(v) if !v.is_null() => {
-                w.done = true;
-                Some((
-                    Ok::<Bytes, actix_web::Error>(Bytes::from(v.to_string())),
-                    None,
-                ))
-            }
-            _ => Some((Ok(Bytes::from_static(b" ")), Some(w))),
-        }
-    });
-    Ok(HttpResponse::Ok()
-        .content_type("application/json")
-        .insert_header(("Cache-Control", "no-cache"))
-        .streaming(body))
 }

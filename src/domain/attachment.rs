@@ -1,0 +1,257 @@
+//! The file an ask may carry (API §7): checked at the boundary, stored with
+//! its question, listed on the message as an [`AttachmentRef`].
+
+use base64::Engine;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::error::FieldError;
+
+/// At most 512 KiB decoded, so an ask's body stays under the 1 MiB limit.
+pub const MAX_BYTES: usize = 512 * 1024;
+pub const MAX_FILENAME_CHARS: usize = 120;
+
+/// How a message lists an attachment.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct AttachmentRef {
+    pub id: String,
+    pub filename: String,
+    pub content_type: String,
+    pub size: u64,
+    /// `{public_url}/widget/v1/attachments/{id}`.
+    pub url: String,
+}
+
+/// A checked attachment, not yet stored.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Upload {
+    pub filename: String,
+    pub content_type: String,
+    pub data: Vec<u8>,
+}
+
+/// A stored attachment with its bytes.
+#[derive(Debug, Clone)]
+pub struct Attachment {
+    pub id: String,
+    pub chatbot_id: String,
+    pub conversation_id: String,
+    pub message_id: String,
+    pub filename: String,
+    pub content_type: String,
+    pub data: Vec<u8>,
+    pub created_at: i64,
+}
+
+/// A plain file name: 1–120 characters, no path separators, no control
+/// characters, not `.` or `..`.
+pub fn valid_filename(s: &str) -> Result<(), &'static str> {
+    let n = s.chars().count();
+    if n == 0 || s.trim().is_empty() {
+        return Err("a file name is required");
+    }
+    if n > MAX_FILENAME_CHARS {
+        return Err("a file name is at most 120 characters");
+    }
+    if s == "." || s == ".." || s.chars().any(|c| c == '/' || c == '\\' || c.is_control()) {
+        return Err("a plain file name: no path, no control characters");
+    }
+    Ok(())
+}
+
+/// A media type such as `text/plain` or `application/pdf; charset=utf-8`.
+pub fn valid_content_type(s: &str) -> Result<(), &'static str> {
+    if s.len() > 255 || s.chars().any(|c| c.is_control() || !c.is_ascii()) {
+        return Err("a media type such as text/plain");
+    }
+    match s.parse::<mime::Mime>() {
+        Ok(m) if !m.type_().as_str().is_empty() && !m.subtype().as_str().is_empty() => Ok(()),
+        _ => Err("a media type such as text/plain"),
+    }
+}
+
+/// Checks `attachment` of an ask body; errors point into `/attachment/…`.
+pub fn parse(v: &Value, errors: &mut Vec<FieldError>) -> Option<Upload> {
+    let Some(o) = v.as_object() else {
+        errors.push(FieldError::new(
+            "/attachment",
+            "invalid_type",
+            "an attachment is {filename, content_type, data}",
+        ));
+        return None;
+    };
+    for k in o.keys() {
+        if !["filename", "content_type", "data"].contains(&k.as_str()) {
+            errors.push(FieldError::new(
+                format!("/attachment/{k}"),
+                "unknown_field",
+                "this key is not allowed here",
+            ));
+        }
+    }
+    let before = errors.len();
+    let text = |k: &str, errors: &mut Vec<FieldError>| match o.get(k) {
+        Some(Value::String(s)) => Some(s.clone()),
+        None | Some(Value::Null) => {
+            errors.push(FieldError::new(
+                format!("/attachment/{k}"),
+                "required",
+                format!("{k} is required"),
+            ));
+            None
+        }
+        Some(_) => {
+            errors.push(FieldError::new(
+                format!("/attachment/{k}"),
+                "invalid_type",
+                "must be a string",
+            ));
+            None
+        }
+    };
+    let filename = text("filename", errors);
+    if let Some(f) = &filename
+        && let Err(m) = valid_filename(f)
+    {
+        let code = if f.chars().count() > MAX_FILENAME_CHARS {
+            "too_long"
+        } else {
+            "invalid_format"
+        };
+        errors.push(FieldError::new("/attachment/filename", code, m));
+    }
+    let content_type = text("content_type", errors);
+    if let Some(t) = &content_type
+        && let Err(m) = valid_content_type(t)
+    {
+        errors.push(FieldError::new(
+            "/attachment/content_type",
+            "invalid_format",
+            m,
+        ));
+    }
+    let mut data = None;
+    if let Some(d) = text("data", errors) {
+        // Decoded size is at most 3/4 of the text: refuse what cannot fit
+        // before decoding it.
+        if d.len() / 4 * 3 > MAX_BYTES + 3 {
+            errors.push(too_large());
+        } else {
+            match base64::engine::general_purpose::STANDARD.decode(d.as_bytes()) {
+                Ok(b) if b.len() > MAX_BYTES => errors.push(too_large()),
+                Ok(b) => data = Some(b),
+                Err(_) => errors.push(FieldError::new(
+                    "/attachment/data",
+                    "invalid_base64",
+                    "data is the file in standard base64",
+                )),
+            }
+        }
+    }
+    if errors.len() > before {
+        return None;
+    }
+    Some(Upload {
+        filename: filename?,
+        content_type: content_type?.trim().to_string(),
+        data: data?,
+    })
+}
+
+fn too_large() -> FieldError {
+    FieldError::new(
+        "/attachment/data",
+        "too_large",
+        "an attachment is at most 512 KiB",
+    )
+}
+
+/// The plain-ASCII stand-in of a file name for the `filename=` parameter
+/// (the exact name goes in `filename*=`).
+pub fn ascii_fallback(name: &str) -> String {
+    name.chars()
+        .map(|c| {
+            if c.is_ascii_graphic() && c != '"' && c != '\\' || c == ' ' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn check(v: Value) -> (Option<Upload>, Vec<String>) {
+        let mut e = Vec::new();
+        let u = parse(&v, &mut e);
+        (u, e.into_iter().map(|e| e.field).collect())
+    }
+
+    #[test]
+    fn accepts_a_plain_file() {
+        let (u, e) = check(
+            json!({"filename": "report ü.pdf", "content_type": "application/pdf", "data": "aGk="}),
+        );
+        assert!(e.is_empty(), "{e:?}");
+        assert_eq!(u.unwrap().data, b"hi");
+    }
+
+    #[test]
+    fn points_at_what_is_wrong() {
+        for (v, field) in [
+            (
+                json!({"filename": "../etc/passwd", "content_type": "text/plain", "data": ""}),
+                "/attachment/filename",
+            ),
+            (
+                json!({"filename": "a\\b", "content_type": "text/plain", "data": ""}),
+                "/attachment/filename",
+            ),
+            (
+                json!({"filename": "a\nb", "content_type": "text/plain", "data": ""}),
+                "/attachment/filename",
+            ),
+            (
+                json!({"filename": "x".repeat(121), "content_type": "text/plain", "data": ""}),
+                "/attachment/filename",
+            ),
+            (
+                json!({"filename": "a", "content_type": "not a type", "data": ""}),
+                "/attachment/content_type",
+            ),
+            (
+                json!({"filename": "a", "content_type": "text/plain", "data": "!!"}),
+                "/attachment/data",
+            ),
+            (
+                json!({"filename": "a", "content_type": "text/plain"}),
+                "/attachment/data",
+            ),
+            (
+                json!({"filename": "a", "content_type": "text/plain", "data": "", "x": 1}),
+                "/attachment/x",
+            ),
+            (json!("file"), "/attachment"),
+        ] {
+            assert_eq!(check(v).1, vec![field.to_string()]);
+        }
+        let big = base64::engine::general_purpose::STANDARD.encode(vec![0u8; MAX_BYTES + 1]);
+        let (_, e) = check(json!({"filename": "a", "content_type": "text/plain", "data": big}));
+        assert_eq!(e, vec!["/attachment/data"]);
+        let ok = base64::engine::general_purpose::STANDARD.encode(vec![0u8; MAX_BYTES]);
+        assert!(
+            check(json!({"filename": "a", "content_type": "text/plain", "data": ok}))
+                .1
+                .is_empty()
+        );
+    }
+
+    #[test]
+    fn the_ascii_fallback_has_no_quotes_or_non_ascii() {
+        assert_eq!(ascii_fallback("a \"b\"\\ü.txt"), "a _b___.txt");
+    }
+}

@@ -1,0 +1,204 @@
+//! Ask and wait (chatbot API key): post a question into a conversation and
+//! hold the response open until a person answers, it expires, or the asking
+//! client goes away (the question is then withdrawn).
+//!
+//! The answer is always a 200: headers go out at once, whitespace keeps the
+//! connection alive (and reveals a client that left), and the JSON answer
+//! follows. With `"wait": false` the ask answers 202 at once and the answer
+//! is fetched later (`answer.rs`).
+
+mod answer;
+pub mod attachments;
+mod question;
+
+use std::time::Duration;
+
+use actix_web::{HttpResponse, post, web};
+use bytes::Bytes;
+use serde_json::{Value, json};
+use tokio::sync::broadcast;
+
+use super::extract::{Bot, JsonBody};
+use super::{AppState, views};
+use crate::domain::inbox::{self, NewInteraction};
+use crate::domain::model::Author;
+use crate::error::{ApiError, ApiResult};
+use crate::hub::ApiEvent;
+use crate::usecase::content::{Content, new_message};
+use question::{parse, shape};
+
+pub fn routes(cfg: &mut utoipa_actix_web::service_config::ServiceConfig) {
+    cfg.service(ask);
+    cfg.service(answer::answer);
+    attachments::routes(cfg);
+}
+
+const KEEPALIVE: Duration = Duration::from_secs(2);
+
+/// Withdraws the question if the wait ends without an answer being sent.
+struct Waiter {
+    st: web::Data<AppState>,
+    interaction_id: String,
+    chatbot_id: String,
+    rx: broadcast::Receiver<ApiEvent>,
+    deadline: tokio::time::Instant,
+    done: bool,
+}
+
+impl Drop for Waiter {
+    fn drop(&mut self) {
+        if self.done {
+            return;
+        }
+        let st = self.st.clone();
+        let id = self.interaction_id.clone();
+        tokio::spawn(async move {
+            let _ = st
+                .store
+                .close_interaction(&id, "cancelled", "withdrawn", st.now_ms())
+                .await;
+        });
+    }
+}
+
+impl Waiter {
+    /// The answer, or `None` to send a keep-alive first.
+    async fn next(&mut self) -> Option<Value> {
+        let tick = tokio::time::sleep(KEEPALIVE);
+        tokio::select! {
+            r = self.rx.recv() => match r {
+                Ok(e) if e.interaction_id == self.interaction_id => Some(outcome(&e.data)),
+                Ok(_) => None,
+                Err(_) => {
+                    // Lagged or closed: read the interaction from the store.
+                    let i = self.st.store.get_interaction(&self.chatbot_id, &self.interaction_id).await.ok()?;
+                    let now = self.st.now_ms();
+                    (i.status_at(now) != "pending").then(|| outcome(&i.to_json(now)))
+                }
+            },
+            _ = tokio::time::sleep_until(self.deadline) => {
+                let st = self.st.clone();
+                Some(match st.store.close_interaction(&self.interaction_id, "expired", "expired", st.now_ms()).await {
+                    Ok(i) => outcome(&i.to_json(st.now_ms())),
+                    Err(_) => json!({"answer": "expired"}),
+                })
+            }
+            _ = tick => None,
+        }
+    }
+}
+
+/// What the asking client gets for an interaction as it now stands (null
+/// while it is pending).
+fn outcome(i: &Value) -> Value {
+    match i.get("status").and_then(Value::as_str) {
+        Some("answered") => inbox::ask_answer(i.get("response").unwrap_or(&Value::Null)),
+        Some("expired") => json!({"answer": "expired"}),
+        Some("pending") => Value::Null,
+        _ => json!({"answer": "withdrawn"}),
+    }
+}
+
+/// The outcome of posting the question; a refused question's attachment
+/// is removed again.
+async fn posted(
+    st: &AppState,
+    attachment: &Option<String>,
+    r: Result<(), crate::store::StoreError>,
+) -> Result<(), crate::store::StoreError> {
+    if let (Err(_), Some(id)) = (&r, attachment) {
+        let _ = st.store.delete_attachment(id).await;
+    }
+    r
+}
+
+/// Ask a person and wait for the answer.
+#[utoipa::path(tag = "ask", request_body = views::Ask, responses(
+    (status = 200, description = "The answer (sent when a person answers; whitespace keeps the connection alive until then)", body = views::AskOutcome),
+    (status = 202, description = "With `\"wait\": false`: the question is asked; fetch the answer from /api/v1/interactions/{id}/answer", body = views::AskStarted),
+    (status = 409, description = "dialog_pending"),
+    (status = 422, description = "validation_failed"),
+    (status = 404, description = "not_found")), security(("api_key" = [])))]
+#[post("/api/v1/conversations/{cid}/ask")]
+async fn ask(
+    bot: Bot,
+    st: web::Data<AppState>,
+    cid: web::Path<String>,
+    body: JsonBody,
+) -> ApiResult<HttpResponse> {
+    let conv = st.store.get_conversation(&cid).await?;
+    if conv.chatbot_id != bot.0.id {
+        return Err(ApiError::not_found());
+    }
+    let mut q = parse(&body.0)?;
+    let (blocks, kind, payload, spec) = shape(&q);
+    let now = st.now_ms();
+    let mut msg = new_message(
+        &conv.id,
+        Author::bot(),
+        Content {
+            text: Some(q.message.clone()),
+            blocks: Some(blocks),
+            metadata: None,
+            typing_on_interaction: None,
+        },
+        now,
+    );
+    let mut interaction = NewInteraction {
+        id: crate::domain::ids::new_id("int"),
+        chatbot_id: bot.0.id.clone(),
+        conversation_id: conv.id.clone(),
+        message_id: msg.id.clone(),
+        kind,
+        prompt: q.message.clone(),
+        payload,
+        spec,
+        expires_at: Some(now + q.timeout.as_millis() as i64),
+        created_at: now,
+    };
+    let interaction_id = interaction.id.clone();
+    let attachment = match q.attachment.take() {
+        Some(upload) => Some(attachments::store(&st, &bot.0.id, &mut msg, upload, now).await?),
+        None => None,
+    };
+    if !msg.attachments.is_empty() {
+        // Reviewers see the files on the inbox card too.
+        interaction.payload["attachments"] = json!(msg.attachments);
+    }
+    if !q.wait {
+        let expires_at = interaction.expires_at;
+        let r = st.store.insert_message(msg, None, vec![interaction]).await;
+        posted(&st, &attachment, r).await?;
+        answer::expire_at(st.clone(), interaction_id.clone(), expires_at);
+        return Ok(HttpResponse::Accepted().json(json!({"interaction_id": interaction_id})));
+    }
+    // Subscribe before the question exists, so no answer can slip by.
+    let rx = st.hub.api.subscribe();
+    let r = st.store.insert_message(msg, None, vec![interaction]).await;
+    posted(&st, &attachment, r).await?;
+    let waiter = Waiter {
+        st: st.clone(),
+        interaction_id,
+        chatbot_id: bot.0.id.clone(),
+        rx,
+        deadline: tokio::time::Instant::now() + q.timeout,
+        done: false,
+    };
+    let body = futures_util::stream::unfold(Some(waiter), |w| async move {
+        let mut w = w?;
+        match w.next().await {
+            Some(v) if !v.is_null() => {
+                w.done = true;
+                Some((
+                    Ok::<Bytes, actix_web::Error>(Bytes::from(v.to_string())),
+                    None,
+                ))
+            }
+            _ => Some((Ok(Bytes::from_static(b" ")), Some(w))),
+        }
+    });
+    Ok(HttpResponse::Ok()
+        .content_type("application/json")
+        .insert_header(("Cache-Control", "no-cache"))
+        .streaming(body))
+}

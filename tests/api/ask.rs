@@ -1,0 +1,6 @@
+//! Asking without waiting (`"wait": false` and `…/answer?wait=`), over MCP
+//! (`blockhook mcp` driven by an independent client), and with an attachment.
+
+mod attachments;
+mod mcp;
+mod nowait;
