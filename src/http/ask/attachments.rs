@@ -72,7 +72,7 @@ fn download(a: Attachment) -> HttpResponse {
 
 /// An attachment of the visitor's conversation.
 #[utoipa::path(tag = "widget", responses(
-    (status = 200, description = "The file, Content-Disposition: attachment"),
+    (status = 200, description = "The file, Content-Disposition: attachment", content_type = "*/*", body = Vec<u8>),
     (status = 404, description = "not_found")), security(("visitor_token" = [])))]
 #[get("/widget/v1/attachments/{id}")]
 async fn widget_attachment(
@@ -89,7 +89,7 @@ async fn widget_attachment(
 
 /// An attachment of one of the chatbot's questions.
 #[utoipa::path(tag = "ask", responses(
-    (status = 200, description = "The file, Content-Disposition: attachment"),
+    (status = 200, description = "The file, Content-Disposition: attachment", content_type = "*/*", body = Vec<u8>),
     (status = 404, description = "not_found")), security(("api_key" = [])))]
 #[get("/api/v1/attachments/{id}")]
 async fn api_attachment(
