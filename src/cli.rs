@@ -1,4 +1,4 @@
-//! The command line: `serve` (default), `bench`, `ask`.
+//! The command line: `serve` (default), `bench`, `ask`, `backup`.
 
 use clap::{Parser, Subcommand};
 
@@ -21,6 +21,8 @@ pub enum Command {
     Serve(ServeArgs),
     /// Ask a person in a conversation and wait for the answer.
     Ask(crate::ask_cli::AskArgs),
+    /// Write a consistent copy of a running SQLite store to a new file.
+    Backup(crate::lifecycle::backup::BackupArgs),
     /// Measure the whole pipeline on loopback against a floor forwarder.
     Bench(crate::bench::BenchArgs),
     /// The floor of `bench`: a bare forwarder (started by `bench` itself).
@@ -33,6 +35,11 @@ pub async fn run() -> Result<i32, String> {
     let args = match cli.command {
         Some(Command::Serve(a)) => a,
         Some(Command::Ask(a)) => return Ok(crate::ask_cli::run(a).await),
+        Some(Command::Backup(a)) => {
+            return tokio::task::spawn_blocking(move || crate::lifecycle::backup::run(a))
+                .await
+                .map_err(|e| e.to_string());
+        }
         Some(Command::Bench(a)) => return crate::bench::run(a).await,
         Some(Command::BenchFloor(a)) => return crate::bench::floor::run(a).await,
         None => ServeArgs::defaults_from_env()?,

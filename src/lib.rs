@@ -10,6 +10,7 @@ pub mod domain;
 pub mod error;
 pub mod http;
 pub mod hub;
+pub mod lifecycle;
 pub mod schemas;
 pub mod startup;
 pub mod store;
