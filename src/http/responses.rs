@@ -136,6 +136,9 @@ pub async fn apply_reply(
         .ok_or_else(ApiError::not_found)?;
     let now = st.now_ms();
     if now > grant.expires_at {
+        if let Err(StoreError::NotFound) = st.store.get_conversation(&grant.conversation_id).await {
+            return Err(ApiError::not_found());
+        }
         return Err(expired("this response_url has expired"));
     }
     let reply = decide(&grant, body, now)?;
@@ -159,11 +162,21 @@ pub async fn apply_reply(
             interactive_window_ms: st.config.interactive_window.as_millis() as i64,
             reply,
         })
-        .await
-        .map_err(|e| match e {
-            StoreError::NotFound => expired("the original message was deleted"),
-            other => other.into(),
-        })?;
+        .await;
+    let out = match out {
+        Ok(out) => out,
+        // The conversation erased or purged (§11): nothing of it is found.
+        Err(StoreError::NotFound)
+            if matches!(
+                st.store.get_conversation(&grant.conversation_id).await,
+                Err(StoreError::NotFound)
+            ) =>
+        {
+            return Err(ApiError::not_found());
+        }
+        Err(StoreError::NotFound) => return Err(expired("the original message was deleted")),
+        Err(other) => return Err(other.into()),
+    };
     match out {
         ReplyOutcome::Applied(v) => {
             if typing {
@@ -182,7 +195,7 @@ pub async fn apply_reply(
 /// message (`replace_original: false`), or delete it (`delete_original: true`).
 #[utoipa::path(tag = "responses", request_body(content = Object, description = "See schemas/reply.schema.json"), params(("Idempotency-Key" = Option<String>, Header, description = "A retry with the same key returns the first result without using another of the 5 uses")), responses(
     (status = 200, description = "{\"message\"}"),
-    (status = 404, description = "not_found: unknown or altered token"),
+    (status = 404, description = "not_found: unknown or altered token, or its conversation was erased"),
     (status = 410, description = "response_url_expired: expired, used 5 times, or the message was deleted"),
     (status = 422, description = "validation_failed")))]
 #[post("/api/v1/responses/{token}")]

@@ -7,6 +7,7 @@ mod bench_smoke;
 mod core;
 mod delivery;
 mod inbox;
+mod lifecycle;
 mod pages;
 mod postgres;
 mod responses;
