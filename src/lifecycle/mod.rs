@@ -10,12 +10,15 @@ use tokio::task::JoinHandle;
 
 use crate::store::Store;
 
-/// Runs the retention purge every `interval`, the first pass at once.
+/// Runs the retention purge every `interval`, the first pass one interval
+/// after the start (a conversation is deleted within `interval` of passing
+/// its retention either way, and a start is not slowed by a pass).
 pub fn spawn_purge(store: Arc<dyn Store>, interval: Duration) -> JoinHandle<()> {
     tokio::spawn(async move {
         let purged = metrics::counter!("blockhook_purged_conversations_total");
         let mut tick = tokio::time::interval(interval);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        tick.tick().await;
         loop {
             tick.tick().await;
             let t0 = Instant::now();
