@@ -103,7 +103,7 @@ impl Plan {
         let open_clicks = (rate * dur.as_secs_f64()).round().max(1.0) as u64;
         let smallest = [
             a.backlog,
-            open_asked.then_some(open_clicks),
+            (open_asked || purge).then_some(open_clicks),
             Some(DEFAULT_CLICKS),
         ]
         .into_iter()

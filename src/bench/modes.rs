@@ -24,6 +24,9 @@ pub struct Ctx {
     pub warmup: Option<u64>,
     /// Conversations preloaded into each mode's store (`--preload`).
     pub preload: u64,
+    /// On SQLite, the store `--preload` filled once, copied for each mode,
+    /// and the seconds the fill took.
+    sqlite_template: tokio::sync::OnceCell<(PathBuf, f64)>,
     /// This binary: the floor forwarder.
     pub own_exe: PathBuf,
     /// The blockhook binary measured (this one unless told otherwise).
@@ -61,6 +64,7 @@ impl Ctx {
             concurrency: a.concurrency,
             warmup: a.warmup,
             preload: a.preload,
+            sqlite_template: tokio::sync::OnceCell::new(),
         })
     }
 
@@ -135,7 +139,29 @@ async fn start_server_with(
         Some(url) => child::fresh_postgres(url).await?,
         None => format!("sqlite://{}", ctx.dir.join(format!("{mode}.db")).display()),
     };
+    let standard = preload
+        .as_ref()
+        .is_some_and(|p| p.retention_ms == 90 * 86_400_000);
     let preloaded = match preload {
+        Some(p) if standard && ctx.postgres.is_none() => {
+            let (template, s) = ctx
+                .sqlite_template
+                .get_or_try_init(|| async {
+                    let path = ctx.dir.join("preload-template.db");
+                    eprintln!("bench: preloading {} conversations", p.conversations);
+                    let url = format!("sqlite://{}", path.display());
+                    let s =
+                        super::preload::fill(&url, p.conversations, p.retention_ms, p.created_at)
+                            .await?;
+                    eprintln!("bench: preloaded in {s:.1} s");
+                    Ok::<_, String>((path, s))
+                })
+                .await?;
+            let to = ctx.dir.join(format!("{mode}.db"));
+            std::fs::copy(template, &to)
+                .map_err(|e| format!("copying the preloaded store: {e}"))?;
+            Some((p.conversations, *s))
+        }
         Some(p) => {
             eprintln!(
                 "bench: {mode}: preloading {} conversations",
@@ -499,7 +525,7 @@ pub async fn purge(ctx: &Ctx, n: u64, rate: f64, duration: Duration) -> Result<M
 async fn purge_logged(log: &std::path::Path, within: Duration) -> Result<(u64, f64), String> {
     let deadline = Instant::now() + within;
     loop {
-        let text = std::fs::read_to_string(log).unwrap_or_default();
+        let text = strip_ansi(&std::fs::read_to_string(log).unwrap_or_default());
         if let Some(line) = text
             .lines()
             .find(|l| l.contains("retention purge") && l.contains("conversations="))
@@ -519,5 +545,35 @@ async fn purge_logged(log: &std::path::Path, within: Duration) -> Result<(u64, f
             ));
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// The text without its terminal colour sequences (`ESC [ … m`).
+fn strip_ansi(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut chars = s.chars();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            for c in chars.by_ref() {
+                if c.is_ascii_alphabetic() {
+                    break;
+                }
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_coloured_log_line_reads_as_plain_text() {
+        let line = "\u{1b}[2mx\u{1b}[0m retention purge \u{1b}[3mconversations\u{1b}[0m\u{1b}[2m=\u{1b}[0m3000 \u{1b}[3mseconds\u{1b}[0m\u{1b}[2m=\u{1b}[0m4.75";
+        assert_eq!(
+            super::strip_ansi(line),
+            "x retention purge conversations=3000 seconds=4.75"
+        );
     }
 }
