@@ -1,4 +1,4 @@
-//! The command line: `serve` (default), `bench`, `ask`, `mcp`.
+//! The command line: `serve` (default), `bench`, `ask`, `mcp`, `backup`.
 
 use std::io::IsTerminal;
 
@@ -31,6 +31,8 @@ pub enum Command {
     Ask(crate::ask_cli::AskArgs),
     /// Serve MCP tools (`ask`, `ask_start`, `ask_result`) over stdio for agents.
     Mcp(crate::mcp::McpArgs),
+    /// Write a consistent copy of a running SQLite store to a new file.
+    Backup(crate::lifecycle::backup::BackupArgs),
     /// Measure the whole pipeline on loopback against a floor forwarder.
     Bench(crate::bench::BenchArgs),
     /// The floor of `bench`: a bare forwarder (started by `bench` itself).
@@ -76,6 +78,12 @@ pub async fn run() -> Result<i32, String> {
         Some(Command::Mcp(a)) => {
             init_logs(LogFormat::Text);
             return Ok(crate::mcp::run(a).await);
+        }
+        Some(Command::Backup(a)) => {
+            init_logs(LogFormat::Text);
+            return tokio::task::spawn_blocking(move || crate::lifecycle::backup::run(a))
+                .await
+                .map_err(|e| e.to_string());
         }
         Some(Command::Bench(a)) => {
             init_logs(LogFormat::Text);

@@ -101,6 +101,10 @@ pub struct ServeArgs {
     /// comma-separated in the variable).
     #[arg(long, env = "BLOCKHOOK_TRUSTED_PROXY", value_delimiter = ',', value_parser = cidr)]
     pub trusted_proxy: Vec<ipnet::IpNet>,
+    /// How often the retention purge runs: a conversation is deleted within
+    /// this time of passing its chatbot's retention.
+    #[arg(long, env = "BLOCKHOOK_PURGE_INTERVAL", default_value = "10m", value_parser = dur)]
+    pub purge_interval: Duration,
     /// HTTP worker threads (default: one per core but one, at least one;
     /// the SQLite writer and syncer and the delivery runtime use the rest).
     #[arg(long, env = "BLOCKHOOK_HTTP_WORKERS")]
@@ -148,6 +152,7 @@ pub struct Config {
     pub retry_max_attempts: u32,
     pub response_url_ttl: Duration,
     pub endpoint_concurrency: usize,
+    pub purge_interval: Duration,
     pub http_workers: usize,
     pub limit_conversations: Rate,
     pub limit_visitor: Rate,
@@ -302,6 +307,7 @@ impl TryFrom<ServeArgs> for Config {
             retry_max_attempts: a.retry_max_attempts,
             response_url_ttl: a.response_url_ttl,
             endpoint_concurrency: a.endpoint_concurrency.max(1),
+            purge_interval: a.purge_interval.max(Duration::from_millis(10)),
             http_workers: a.http_workers.unwrap_or_else(default_http_workers).max(1),
             limit_conversations: a.limit_conversations,
             limit_visitor: a.limit_visitor,

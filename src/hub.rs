@@ -22,6 +22,37 @@ pub struct Hub {
     /// Conversations showing `typing`, with the message clicked (this
     /// instance's view; a 30 s timeout ends typing everywhere).
     pub typing: parking_lot::Mutex<std::collections::HashMap<String, String>>,
+    /// Conversations being erased or erased lately: a delivery of theirs
+    /// that a claim had already taken is not sent.
+    pub erased: Erased,
+}
+
+/// Conversation ids marked when an erasure begins, kept for [`ERASED_KEPT`]
+/// (longer than any lease, so every delivery claimed before the erasure
+/// has come to the dispatcher by then). Ids are never reused.
+#[derive(Default)]
+pub struct Erased(parking_lot::Mutex<std::collections::HashMap<String, std::time::Instant>>);
+
+pub const ERASED_KEPT: std::time::Duration = std::time::Duration::from_secs(15 * 60);
+
+impl Erased {
+    pub fn mark(&self, conversation_id: &str) {
+        let mut m = self.0.lock();
+        let now = std::time::Instant::now();
+        m.retain(|_, at| now.duration_since(*at) < ERASED_KEPT);
+        m.insert(conversation_id.to_string(), now);
+    }
+
+    /// The erasure did not happen (the conversation was not found, or the
+    /// store failed): its deliveries go out again.
+    pub fn unmark(&self, conversation_id: &str) {
+        self.0.lock().remove(conversation_id);
+    }
+
+    pub fn contains(&self, conversation_id: &str) -> bool {
+        let m = self.0.lock();
+        !m.is_empty() && m.contains_key(conversation_id)
+    }
 }
 
 impl Hub {
@@ -33,6 +64,7 @@ impl Hub {
             api,
             new_events: Notify::new(),
             typing: Default::default(),
+            erased: Erased::default(),
         }
     }
 

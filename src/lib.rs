@@ -10,6 +10,7 @@ pub mod domain;
 pub mod error;
 pub mod http;
 pub mod hub;
+pub mod lifecycle;
 pub mod limits;
 pub mod mcp;
 pub mod schemas;

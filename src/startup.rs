@@ -23,6 +23,7 @@ pub struct Application {
     port: u16,
     server: actix_web::dev::Server,
     dispatcher: Arc<Dispatcher>,
+    purge: tokio::task::JoinHandle<()>,
     state: web::Data<AppState>,
     /// Printed once on the first start, when the token was generated.
     pub generated_admin_token: Option<String>,
@@ -131,6 +132,7 @@ impl Application {
             config,
         });
         let dispatcher = delivery::spawn(state.clone().into_inner())?;
+        let purge = crate::lifecycle::spawn_purge(state.store.clone(), state.config.purge_interval);
         let st = state.clone();
         // Small writes (stream events, short answers) go out at once.
         let workers = state.config.http_workers;
@@ -145,6 +147,7 @@ impl Application {
             port: local.port(),
             server,
             dispatcher,
+            purge,
             state,
             generated_admin_token,
         })
@@ -162,6 +165,7 @@ impl Application {
     /// attempts finish within a bound, and exits.
     pub async fn run_until_stopped(self) -> std::io::Result<()> {
         let r = self.server.await;
+        self.purge.abort();
         self.dispatcher.stop(SHUTDOWN_GRACE).await;
         r
     }

@@ -26,7 +26,8 @@ impl Child {
             .map_err(|e| format!("cannot open {}: {e}", log.display()))?;
         let mut proc = Command::new(exe)
             .args(args)
-            .env("RUST_LOG", "warn")
+            // The purge pass is logged at info: the purge mode reads it.
+            .env("RUST_LOG", "warn,blockhook::lifecycle=info")
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(err)

@@ -10,6 +10,7 @@ pub mod child;
 pub mod floor;
 pub mod load;
 pub mod modes;
+pub mod preload;
 pub mod receiver;
 pub mod report;
 
@@ -54,6 +55,16 @@ pub struct BenchArgs {
     /// builds against the same floor.
     #[arg(long)]
     pub server_exe: Option<PathBuf>,
+    /// Fill each mode's store with this many conversations' worth of
+    /// history (messages, delivered events and their attempts, …) before
+    /// its server starts, so that the clicks run against a full store.
+    #[arg(long, default_value_t = 0)]
+    pub preload: u64,
+    /// Purge: this many conversations past their retention are in the
+    /// store; the retention purge deletes them while an open loop (at
+    /// --rate, for --duration) clicks.
+    #[arg(long)]
+    pub purge: Option<u64>,
     /// Print one JSON object per line and mode instead of the table.
     #[arg(long, default_value_t = false)]
     pub json: bool,
@@ -66,6 +77,7 @@ pub struct Plan {
     pub closed: Option<u64>,
     pub open: Option<(f64, Duration)>,
     pub backlog: Option<u64>,
+    pub purge: Option<u64>,
 }
 
 pub const DEFAULT_CLICKS: u64 = 100_000;
@@ -75,8 +87,9 @@ pub const DEFAULT_BACKLOG: u64 = 100_000;
 
 impl Plan {
     pub fn of(a: &BenchArgs) -> Result<Self, String> {
-        let open_asked = a.rate.is_some() || a.duration.is_some();
-        let none = a.clicks.is_none() && !open_asked && a.backlog.is_none();
+        let purge = a.purge.is_some();
+        let open_asked = !purge && (a.rate.is_some() || a.duration.is_some());
+        let none = a.clicks.is_none() && !open_asked && a.backlog.is_none() && !purge;
         let rate = a.rate.unwrap_or(DEFAULT_RATE);
         let dur = a.duration.unwrap_or(DEFAULT_DURATION);
         if !(rate > 0.0 && rate.is_finite()) {
@@ -90,7 +103,7 @@ impl Plan {
         let open_clicks = (rate * dur.as_secs_f64()).round().max(1.0) as u64;
         let smallest = [
             a.backlog,
-            open_asked.then_some(open_clicks),
+            (open_asked || purge).then_some(open_clicks),
             Some(DEFAULT_CLICKS),
         ]
         .into_iter()
@@ -106,9 +119,14 @@ impl Plan {
             } else {
                 a.backlog
             },
+            purge: a.purge,
         };
-        if plan.floor_clicks == 0 || plan.closed == Some(0) || plan.backlog == Some(0) {
-            return Err("--clicks and --backlog must be at least 1".into());
+        if plan.floor_clicks == 0
+            || plan.closed == Some(0)
+            || plan.backlog == Some(0)
+            || plan.purge == Some(0)
+        {
+            return Err("--clicks, --backlog and --purge must be at least 1".into());
         }
         Ok(plan)
     }
@@ -158,6 +176,12 @@ pub async fn run(args: BenchArgs) -> Result<i32, String> {
         eprintln!("bench: backlog of {n} clicks");
         reports.push(modes::backlog(&ctx, n).await?);
     }
+    if let Some(n) = plan.purge {
+        let rate = args.rate.unwrap_or(DEFAULT_RATE);
+        let dur = args.duration.unwrap_or(DEFAULT_DURATION);
+        eprintln!("bench: purge of {n} conversations, open loop {rate}/s for {dur:?}");
+        reports.push(modes::purge(&ctx, n, rate, dur).await?);
+    }
 
     let floor_runs: Vec<f64> = reports
         .iter()
@@ -181,8 +205,13 @@ pub async fn run(args: BenchArgs) -> Result<i32, String> {
         }
     } else {
         println!(
-            "blockhook bench: {} database, {} conversations, {} cores, load average {:.2}",
+            "blockhook bench: {} database{}, {} conversations, {} cores, load average {:.2}",
             ctx.db_label,
+            if ctx.preload > 0 {
+                format!(" preloaded with {} conversations", ctx.preload)
+            } else {
+                String::new()
+            },
             ctx.conversations,
             std::thread::available_parallelism().map_or(0, |n| n.get()),
             child::load_average()

@@ -22,6 +22,11 @@ pub struct Ctx {
     pub conversations: usize,
     pub concurrency: usize,
     pub warmup: Option<u64>,
+    /// Conversations preloaded into each mode's store (`--preload`).
+    pub preload: u64,
+    /// On SQLite, the store `--preload` filled once, copied for each mode,
+    /// and the seconds the fill took.
+    sqlite_template: tokio::sync::OnceCell<(PathBuf, f64)>,
     /// This binary: the floor forwarder.
     pub own_exe: PathBuf,
     /// The blockhook binary measured (this one unless told otherwise).
@@ -58,6 +63,8 @@ impl Ctx {
             conversations,
             concurrency: a.concurrency,
             warmup: a.warmup,
+            preload: a.preload,
+            sqlite_template: tokio::sync::OnceCell::new(),
         })
     }
 
@@ -86,6 +93,29 @@ struct Server {
     pid: String,
     targets: Arc<Vec<Target>>,
     db_url: String,
+    /// Conversations preloaded, and the seconds it took.
+    preloaded: Option<(u64, f64)>,
+    /// The server's log file.
+    log: PathBuf,
+}
+
+/// History to put in a store before its server starts: conversations,
+/// their retention, and when they were created (ms).
+struct Preload {
+    conversations: u64,
+    retention_ms: i64,
+    created_at: i64,
+}
+
+impl Preload {
+    /// `--preload`: conversations of today under the default retention.
+    fn of(ctx: &Ctx) -> Option<Self> {
+        (ctx.preload > 0).then(|| Preload {
+            conversations: ctx.preload,
+            retention_ms: 90 * 86_400_000,
+            created_at: crate::domain::time::now_ms(),
+        })
+    }
 }
 
 async fn start_server(
@@ -94,11 +124,57 @@ async fn start_server(
     webhook_url: &str,
     tracker: &Tracker,
 ) -> Result<Server, String> {
+    start_server_with(ctx, mode, webhook_url, tracker, Preload::of(ctx), &[]).await
+}
+
+async fn start_server_with(
+    ctx: &Ctx,
+    mode: &str,
+    webhook_url: &str,
+    tracker: &Tracker,
+    preload: Option<Preload>,
+    extra: &[String],
+) -> Result<Server, String> {
     let db_url = match &ctx.postgres {
         Some(url) => child::fresh_postgres(url).await?,
         None => format!("sqlite://{}", ctx.dir.join(format!("{mode}.db")).display()),
     };
-    let args: Vec<String> = [
+    let standard = preload
+        .as_ref()
+        .is_some_and(|p| p.retention_ms == 90 * 86_400_000);
+    let preloaded = match preload {
+        Some(p) if standard && ctx.postgres.is_none() => {
+            let (template, s) = ctx
+                .sqlite_template
+                .get_or_try_init(|| async {
+                    let path = ctx.dir.join("preload-template.db");
+                    eprintln!("bench: preloading {} conversations", p.conversations);
+                    let url = format!("sqlite://{}", path.display());
+                    let s =
+                        super::preload::fill(&url, p.conversations, p.retention_ms, p.created_at)
+                            .await?;
+                    eprintln!("bench: preloaded in {s:.1} s");
+                    Ok::<_, String>((path, s))
+                })
+                .await?;
+            let to = ctx.dir.join(format!("{mode}.db"));
+            std::fs::copy(template, &to)
+                .map_err(|e| format!("copying the preloaded store: {e}"))?;
+            Some((p.conversations, *s))
+        }
+        Some(p) => {
+            eprintln!(
+                "bench: {mode}: preloading {} conversations",
+                p.conversations
+            );
+            let s = super::preload::fill(&db_url, p.conversations, p.retention_ms, p.created_at)
+                .await?;
+            eprintln!("bench: {mode}: preloaded in {s:.1} s");
+            Some((p.conversations, s))
+        }
+        None => None,
+    };
+    let mut args: Vec<String> = [
         "serve",
         "--addr",
         "127.0.0.1:0",
@@ -119,6 +195,7 @@ async fn start_server(
     .iter()
     .map(|s| s.to_string())
     .collect();
+    args.extend(extra.iter().cloned());
     let log = ctx.dir.join(format!("{mode}.log"));
     let child = Child::spawn(&ctx.server_exe, &args, &log).await?;
     child.wait_healthy(&ctx.client).await?;
@@ -136,6 +213,8 @@ async fn start_server(
         child,
         targets: Arc::new(targets),
         db_url,
+        preloaded,
+        log,
     })
 }
 
@@ -296,6 +375,8 @@ pub async fn closed(ctx: &Ctx, clicks: u64) -> Result<ModeReport, String> {
             .wait_matched(sent.accepted, Ctx::delivery_timeout(clicks))
             .await;
         let mut r = meter.report("closed", ctx, clicks, sent, tracker.snapshot());
+        r.preload = server.preloaded.map(|p| p.0);
+        r.preload_s = server.preloaded.map(|p| p.1);
         r.concurrency = Some(ctx.concurrency);
         Ok(r)
     }
@@ -319,6 +400,8 @@ pub async fn open(ctx: &Ctx, rate: f64, duration: Duration) -> Result<ModeReport
             .wait_matched(sent.accepted, Ctx::delivery_timeout(clicks))
             .await;
         let mut r = meter.report("open", ctx, clicks, sent, tracker.snapshot());
+        r.preload = server.preloaded.map(|p| p.0);
+        r.preload_s = server.preloaded.map(|p| p.1);
         r.rate = Some(rate);
         Ok(r)
     }
@@ -360,6 +443,8 @@ pub async fn backlog(ctx: &Ctx, clicks: u64) -> Result<ModeReport, String> {
             .first
             .map(|f| f.saturating_duration_since(up).as_secs_f64());
         let mut r = meter.report("backlog", ctx, clicks, sent, a);
+        r.preload = server.preloaded.map(|p| p.0);
+        r.preload_s = server.preloaded.map(|p| p.1);
         r.concurrency = Some(ctx.concurrency);
         r.backlog_rss_mb = Some(queued_rss);
         // The kernel's VmHWM and VmRSS are kept apart per thread and can
@@ -374,4 +459,121 @@ pub async fn backlog(ctx: &Ctx, clicks: u64) -> Result<ModeReport, String> {
         r.stop().await;
     }
     result
+}
+
+/// How long after its start the server runs its first purge pass: time
+/// enough for the setup and the warm-up, so that the open loop sends
+/// while the purge runs.
+const PURGE_AFTER: Duration = Duration::from_secs(8);
+
+/// Purge: the store holds `n` conversations past their retention (created
+/// an hour ago, retention 1 s); the server's first purge pass deletes them
+/// while an open loop clicks at `rate` for `duration`, from the start of
+/// the pass. The purge rate is read from the server's log.
+pub async fn purge(ctx: &Ctx, n: u64, rate: f64, duration: Duration) -> Result<ModeReport, String> {
+    let clicks = ((rate * duration.as_secs_f64()).round() as u64).max(1);
+    let tracker = Tracker::new(ctx.conversations);
+    let receiver = Receiver::start(bind()?, tracker.clone())?;
+    let preload = Preload {
+        conversations: n,
+        retention_ms: 1_000,
+        created_at: crate::domain::time::now_ms() - 3_600_000,
+    };
+    let extra = vec![
+        "--purge-interval".to_string(),
+        format!("{}s", PURGE_AFTER.as_secs()),
+    ];
+    // The log names the pass; the server's clock starts just before it
+    // binds, so the pass comes PURGE_AFTER after this.
+    let started = Instant::now();
+    let server =
+        start_server_with(ctx, "purge", &receiver.url, &tracker, Some(preload), &extra).await?;
+    let result = async {
+        let preload_s = server.preloaded.map_or(0.0, |p| p.1);
+        warm_up(ctx, &server.targets, &tracker, ctx.warmup_clicks(clicks)).await?;
+        let pass_at = started + Duration::from_secs_f64(preload_s) + PURGE_AFTER;
+        if Instant::now() > pass_at {
+            eprintln!("bench: purge: the setup outlasted the wait; the pass began before the loop");
+        }
+        tokio::time::sleep_until(pass_at.into()).await;
+        let meter = Meter::start(&server.pid, ctx);
+        let sent = load::open_loop(&ctx.client, &server.targets, &tracker, rate, clicks).await;
+        tracker
+            .wait_matched(sent.accepted, Ctx::delivery_timeout(clicks))
+            .await;
+        let mut r = meter.report("purge", ctx, clicks, sent, tracker.snapshot());
+        r.rate = Some(rate);
+        r.preload = Some(n);
+        r.preload_s = Some(preload_s);
+        let (deleted, secs) = purge_logged(&server.log, Duration::from_secs(600)).await?;
+        if deleted != n {
+            return Err(format!("the purge deleted {deleted} of {n} conversations"));
+        }
+        r.purge_s = Some(secs);
+        r.purge_per_s = Some(deleted as f64 / secs.max(1e-6));
+        r.purge_overlap = Some((secs / duration.as_secs_f64()).min(1.0));
+        Ok(r)
+    }
+    .await;
+    server.stop(ctx).await;
+    receiver.stop().await;
+    result
+}
+
+/// Waits for the server's log line of a purge pass: conversations deleted
+/// and the seconds it took.
+async fn purge_logged(log: &std::path::Path, within: Duration) -> Result<(u64, f64), String> {
+    let deadline = Instant::now() + within;
+    loop {
+        let text = strip_ansi(&std::fs::read_to_string(log).unwrap_or_default());
+        if let Some(line) = text
+            .lines()
+            .find(|l| l.contains("retention purge") && l.contains("conversations="))
+        {
+            let field = |name: &str| -> Option<f64> {
+                let rest = &line[line.find(&format!("{name}="))? + name.len() + 1..];
+                rest.split_whitespace().next()?.parse().ok()
+            };
+            if let (Some(n), Some(s)) = (field("conversations"), field("seconds")) {
+                return Ok((n as u64, s));
+            }
+        }
+        if Instant::now() > deadline {
+            return Err(format!(
+                "no purge pass in {} within {within:?}",
+                log.display()
+            ));
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// The text without its terminal colour sequences (`ESC [ … m`).
+fn strip_ansi(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut chars = s.chars();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            for c in chars.by_ref() {
+                if c.is_ascii_alphabetic() {
+                    break;
+                }
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_coloured_log_line_reads_as_plain_text() {
+        let line = "\u{1b}[2mx\u{1b}[0m retention purge \u{1b}[3mconversations\u{1b}[0m\u{1b}[2m=\u{1b}[0m3000 \u{1b}[3mseconds\u{1b}[0m\u{1b}[2m=\u{1b}[0m4.75";
+        assert_eq!(
+            super::strip_ansi(line),
+            "x retention purge conversations=3000 seconds=4.75"
+        );
+    }
 }

@@ -81,6 +81,21 @@ pub struct ModeReport {
     /// Backlog: drain rate over the closed loop's delivered rate.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub drain_vs_closed: Option<f64>,
+    /// Conversations preloaded into the store before the server started.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub preload: Option<u64>,
+    /// Seconds the preload took.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub preload_s: Option<f64>,
+    /// Purge: conversations deleted per second by the retention purge.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub purge_per_s: Option<f64>,
+    /// Purge: how long the pass took (from the server's log).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub purge_s: Option<f64>,
+    /// Purge: the share of the open loop's sending time the purge ran in.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub purge_overlap: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub first_error: Option<String>,
 }
@@ -188,6 +203,18 @@ pub fn table(reports: &[ModeReport]) -> String {
                 s.push_str(&format!(" = {:.0}% of the closed loop", x * 100.0));
             }
             s.push('\n');
+        }
+        if let (Some(n), Some(t)) = (r.preload, r.preload_s) {
+            s.push_str(&format!(
+                "{}: store preloaded with {n} conversations in {t:.1} s\n",
+                r.mode
+            ));
+        }
+        if let (Some(rate), Some(t), Some(o)) = (r.purge_per_s, r.purge_s, r.purge_overlap) {
+            s.push_str(&format!(
+                "purge: {rate:.0} conversations/s ({t:.1} s); it ran during {:.0}% of the open loop's sending\n",
+                o * 100.0
+            ));
         }
         if !r.consistent() {
             s.push_str(&format!(

@@ -125,6 +125,18 @@ impl Breaker {
         }
     }
 
+    /// A delivery that started was not sent after all (its conversation
+    /// was erased): its room is free again, and a probe's circuit is open
+    /// as it was, so that the next delivery probes.
+    pub fn cancel(&mut self, probe: bool) {
+        self.in_flight = self.in_flight.saturating_sub(1);
+        if probe && self.state == State::Probing {
+            self.state = State::Open {
+                until: Instant::now(),
+            };
+        }
+    }
+
     fn open(&mut self, now: Instant, rest: Rest) {
         self.opens = self.opens.saturating_add(1);
         self.state = State::Open {

@@ -399,6 +399,21 @@ impl Dispatcher {
         self.in_flight.lock().insert(c.event_id.clone());
         let d = self.clone();
         self.tracker.spawn(async move {
+            if d.state.hub.erased.contains(&c.conversation_id) {
+                // Erased after it was claimed: never sent, nothing to
+                // record (its row is gone).
+                d.in_flight.lock().remove(&c.event_id);
+                drop(permit);
+                d.endpoints
+                    .lock()
+                    .entry(c.chatbot_id.clone())
+                    .or_default()
+                    .breaker
+                    .cancel(probe);
+                d.release(vec![c.event_id.clone()]).await;
+                d.state.hub.new_events.notify_one();
+                return;
+            }
             let record = attempt::run(&d.state, &d.client, &bot, &c).await;
             let outcome = match record.next {
                 AttemptNext::Succeeded => Outcome::Success,

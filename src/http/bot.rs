@@ -1,6 +1,6 @@
 //! Bot API (chatbot API key): messages, takeover, and the deliveries log.
 
-use actix_web::{HttpResponse, get, post, web};
+use actix_web::{HttpResponse, delete, get, post, web};
 use serde_json::{Value, json};
 
 use super::extract::{Bot, JsonBody, PageQuery, collection};
@@ -14,7 +14,8 @@ pub fn routes(cfg: &mut utoipa_actix_web::service_config::ServiceConfig) {
     cfg.service(post_message)
         .service(list_messages)
         .service(takeover)
-        .service(own_chatbot);
+        .service(own_chatbot)
+        .service(erase_conversation);
 }
 
 /// The conversation, if it belongs to this chatbot (404 otherwise).
@@ -113,4 +114,26 @@ async fn takeover(
 #[get("/api/v1/chatbot")]
 async fn own_chatbot(bot: Bot) -> ApiResult<HttpResponse> {
     Ok(HttpResponse::Ok().json(bot.0.to_json()))
+}
+
+/// Erase a conversation now with everything in it: messages, interactions,
+/// events and their attempts, stream entries, idempotency records. Its
+/// pending deliveries are never sent.
+#[utoipa::path(tag = "bot", responses((status = 204, description = "Erased: the visitor token is refused from now on and the conversation's messages, events, interactions and response_urls are not found"), (status = 401, description = "unauthorized"), (status = 404, description = "not_found (also a second DELETE, or another chatbot's conversation)")), security(("api_key" = [])))]
+#[delete("/api/v1/conversations/{cid}")]
+async fn erase_conversation(
+    bot: Bot,
+    st: web::Data<AppState>,
+    cid: web::Path<String>,
+) -> ApiResult<HttpResponse> {
+    conversation(&st, &bot, &cid).await?;
+    // Marked before the deletion commits: a delivery of it that a claim
+    // already took is dropped by the dispatcher instead of sent.
+    st.hub.erased.mark(&cid);
+    if let Err(e) = st.store.erase_conversation(&bot.0.id, &cid).await {
+        st.hub.erased.unmark(&cid);
+        return Err(e.into());
+    }
+    st.hub.typing.lock().remove(cid.as_str());
+    Ok(HttpResponse::NoContent().finish())
 }

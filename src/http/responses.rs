@@ -28,7 +28,7 @@ pub fn routes(cfg: &mut utoipa_actix_web::service_config::ServiceConfig) {
     (status = 200, description = "The message replaced or posted", body = views::MessageEnvelope),
     (status = 400, description = "invalid_idempotency_key"),
     (status = 409, description = "idempotency_key_conflict"),
-    (status = 404, description = "not_found: unknown or altered token"),
+    (status = 404, description = "not_found: unknown or altered token, or its conversation was erased"),
     (status = 410, description = "response_url_expired: expired, used 5 times, or the message was deleted"),
     (status = 422, description = "validation_failed")))]
 #[post("/api/v1/responses/{token}")]

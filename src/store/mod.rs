@@ -411,4 +411,21 @@ pub trait Store: Send + Sync + 'static {
         cursor: Option<String>,
     ) -> BoxFut<'_, StoreResult<Page<Chatbot>>>;
     fn queue_stats(&self) -> BoxFut<'_, StoreResult<QueueStats>>;
+
+    /// Erases conversation `conversation_id` of `chatbot_id` now, with
+    /// everything in it, its undelivered events included (`NotFound` when
+    /// it is not that chatbot's).
+    fn erase_conversation(
+        &self,
+        chatbot_id: &str,
+        conversation_id: &str,
+    ) -> BoxFut<'_, StoreResult<()>>;
+    /// One pass of the retention purge at `now_ms`: every conversation
+    /// older than its chatbot's retention whose events have all ended is
+    /// deleted with everything in it, in batches of at most
+    /// [`PURGE_BATCH`]. Returns how many were deleted.
+    fn purge_expired(&self, now_ms: i64) -> BoxFut<'_, StoreResult<u64>>;
 }
+
+/// Most conversations one purge transaction deletes.
+pub const PURGE_BATCH: usize = 500;

@@ -17,10 +17,12 @@ use crate::hub::{ApiEvent, Hub};
 mod attachments;
 mod dashboard;
 mod inbox;
+mod lifecycle;
 
 const MIGRATIONS: &[&str] = &[
     include_str!("../../migrations/postgres/0001_init.sql"),
     include_str!("../../migrations/postgres/0002_allowed_origins.sql"),
+    include_str!("../../migrations/postgres/0003_lifecycle.sql"),
     include_str!("../../migrations/postgres/0004_attempt_headers.sql"),
     include_str!("../../migrations/postgres/0005_attachments.sql"),
 ];
@@ -194,18 +196,21 @@ async fn append_stream(
     })
 }
 
-/// Serialises the event queue of one conversation across instances.
-async fn lock_conversation(tx: &mut Tx<'_>, conversation_id: &str) -> StoreResult<()> {
-    sqlx::query("SELECT 1 FROM conversations WHERE id = $1 FOR UPDATE")
+/// Serialises the event queue of one conversation across instances; false
+/// when the conversation is gone (erased or purged).
+async fn lock_conversation(tx: &mut Tx<'_>, conversation_id: &str) -> StoreResult<bool> {
+    let row = sqlx::query("SELECT 1 FROM conversations WHERE id = $1 FOR UPDATE")
         .bind(conversation_id)
-        .execute(&mut **tx)
+        .fetch_optional(&mut **tx)
         .await
         .map_err(backend)?;
-    Ok(())
+    Ok(row.is_some())
 }
 
 async fn insert_event(tx: &mut Tx<'_>, e: &NewEvent) -> StoreResult<()> {
-    lock_conversation(tx, &e.conversation_id).await?;
+    if !lock_conversation(tx, &e.conversation_id).await? {
+        return Err(StoreError::NotFound);
+    }
     sqlx::query(
         "INSERT INTO events (id, chatbot_id, conversation_id, type, payload, created_at, status, attempts, next_attempt_at, is_head)
          VALUES ($1, $2, $3, $4, $5, $6, 'pending', 0, $6,
@@ -250,9 +255,10 @@ fn attempt_outcome(rec: &AttemptRecord) -> (&'static str, i64, bool) {
 /// Records one attempt; true when its conversation's next event may have
 /// become the head.
 async fn record_one(tx: &mut Tx<'_>, rec: &AttemptRecord) -> StoreResult<bool> {
+    // Not for an event erased with its conversation while on the wire.
     sqlx::query(
         "INSERT INTO attempts (event_id, number, at, status_code, duration_ms, error, response_excerpt, request_headers)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+         SELECT $1, $2, $3, $4, $5, $6, $7, $8 WHERE EXISTS (SELECT 1 FROM events WHERE id = $1)
          ON CONFLICT (event_id, number) DO UPDATE SET at = EXCLUDED.at, status_code = EXCLUDED.status_code,
            duration_ms = EXCLUDED.duration_ms, error = EXCLUDED.error, response_excerpt = EXCLUDED.response_excerpt,
            request_headers = EXCLUDED.request_headers",
@@ -358,7 +364,9 @@ async fn record_set(tx: &mut Tx<'_>, records: &[AttemptRecord]) -> StoreResult<b
     }
     sqlx::query(
         "INSERT INTO attempts (event_id, number, at, status_code, duration_ms, error, response_excerpt, request_headers)
-         SELECT * FROM UNNEST($1::text[], $2::bigint[], $3::bigint[], $4::bigint[], $5::bigint[], $6::text[], $7::text[], $8::text[])
+         SELECT u.* FROM UNNEST($1::text[], $2::bigint[], $3::bigint[], $4::bigint[], $5::bigint[], $6::text[], $7::text[], $8::text[])
+           AS u(event_id, number, at, status_code, duration_ms, error, response_excerpt, request_headers)
+         WHERE EXISTS (SELECT 1 FROM events e WHERE e.id = u.event_id)
          ON CONFLICT (event_id, number) DO UPDATE SET at = EXCLUDED.at, status_code = EXCLUDED.status_code,
            duration_ms = EXCLUDED.duration_ms, error = EXCLUDED.error, response_excerpt = EXCLUDED.response_excerpt,
            request_headers = EXCLUDED.request_headers",
@@ -1382,6 +1390,19 @@ impl Store for PostgresStore {
         cursor: Option<String>,
     ) -> BoxFut<'_, StoreResult<Page<Chatbot>>> {
         Box::pin(dashboard::list_chatbots(self, limit, cursor))
+    }
+
+    fn erase_conversation(
+        &self,
+        chatbot_id: &str,
+        conversation_id: &str,
+    ) -> BoxFut<'_, StoreResult<()>> {
+        let (bot, cid) = (chatbot_id.to_string(), conversation_id.to_string());
+        Box::pin(async move { self.erase(&bot, &cid).await })
+    }
+
+    fn purge_expired(&self, now_ms: i64) -> BoxFut<'_, StoreResult<u64>> {
+        Box::pin(self.purge_pass(now_ms))
     }
 
     fn queue_stats(&self) -> BoxFut<'_, StoreResult<QueueStats>> {

@@ -25,11 +25,13 @@ mod checkpoint;
 mod claims;
 mod dashboard;
 mod inbox;
+mod lifecycle;
 
 const MIGRATIONS: &[&str] = &[
     include_str!("../../migrations/sqlite/0001_init.sql"),
     include_str!("../../migrations/sqlite/0002_attempts_without_rowid.sql"),
     include_str!("../../migrations/sqlite/0003_allowed_origins.sql"),
+    include_str!("../../migrations/sqlite/0004_lifecycle.sql"),
     include_str!("../../migrations/sqlite/0005_attempt_headers.sql"),
     include_str!("../../migrations/sqlite/0006_attachments.sql"),
 ];
@@ -41,6 +43,8 @@ const STATEMENT_CACHE: usize = 128;
 /// WAL pages past which the writer checkpoints by itself, should the
 /// background checkpointer fall behind (16384 pages = 64 MiB).
 const WRITER_AUTOCHECKPOINT: i64 = 16_384;
+/// Bytes the WAL file is truncated to when it restarts (64 MiB).
+const WAL_SIZE_LIMIT: i64 = 64 * 1024 * 1024;
 
 type Done = Box<dyn FnOnce(Result<(), String>) + Send>;
 /// Runs a job in the open transaction (`None`: no transaction could be
@@ -95,6 +99,9 @@ fn open(path: &str) -> rusqlite::Result<Connection> {
     conn.pragma_update(None, "journal_mode", "WAL")?;
     conn.pragma_update(None, "synchronous", "FULL")?;
     conn.pragma_update(None, "foreign_keys", "ON")?;
+    // The WAL file is cut back to this size whenever it restarts after a
+    // checkpoint, so a burst (a purge, a backlog) does not leave it large.
+    conn.pragma_update(None, "journal_size_limit", WAL_SIZE_LIMIT)?;
     // A job's SAVEPOINT journals the pages it touches: in memory, not in a
     // temporary file written through the kernel for every job.
     conn.pragma_update(None, "temp_store", "MEMORY")?;
@@ -765,7 +772,7 @@ fn insert_event(conn: &Connection, e: NewEvent) -> StoreResult<Option<Claimed>> 
         Some(n) => n > 0,
         None => conn
             .prepare_cached(
-                "SELECT EXISTS (SELECT 1 FROM events WHERE conversation_id = ?1 AND status IN ('pending', 'failed'))",
+                "SELECT EXISTS (SELECT 1 FROM events INDEXED BY events_active_by_conversation WHERE conversation_id = ?1 AND status IN ('pending', 'failed'))",
             )
             .and_then(|mut s| s.query_row([&e.conversation_id], |r| r.get(0)))
             .map_err(backend)?,
@@ -815,7 +822,7 @@ fn promote_next(
     let next = conn
         .prepare_cached(
             "SELECT seq, id, chatbot_id, conversation_id, payload, attempts, attempt_base, next_attempt_at, is_head
-             FROM events WHERE conversation_id = ?1 AND status IN ('pending', 'failed') ORDER BY seq LIMIT 1",
+             FROM events INDEXED BY events_active_by_conversation WHERE conversation_id = ?1 AND status IN ('pending', 'failed') ORDER BY seq LIMIT 1",
         )
         .and_then(|mut s| {
             s.query_row([conversation_id], |r| {
@@ -1058,6 +1065,19 @@ impl Store for SqliteStore {
                 .write_queuing(
                     true,
                     move |c| {
+                        // Not into a conversation erased or purged since
+                        // the caller found it.
+                        let exists = c
+                            .prepare_cached(
+                                "SELECT EXISTS (SELECT 1 FROM conversations WHERE id = ?1)",
+                            )
+                            .and_then(|mut s| {
+                                s.query_row([&msg.conversation_id], |r| r.get::<_, bool>(0))
+                            })
+                            .map_err(backend)?;
+                        if !exists {
+                            return Err(StoreError::NotFound);
+                        }
                         let doc = insert_message(c, &msg)?;
                         let hot = match event {
                             Some(e) => insert_event(c, e)?,
@@ -1515,23 +1535,6 @@ impl Store for SqliteStore {
                     let mut retries = Vec::new();
                     let mut gone = Vec::new();
                     for rec in &records {
-                        c.prepare_cached(
-                            "INSERT OR REPLACE INTO attempts (event_id, number, at, status_code, duration_ms, error, response_excerpt, request_headers)
-                             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-                        )
-                        .and_then(|mut s| {
-                            s.execute(params![
-                                rec.event_id,
-                                rec.number,
-                                rec.at_ms,
-                                rec.status_code,
-                                rec.duration_ms,
-                                rec.error,
-                                rec.response_excerpt,
-                                rec.request_headers
-                            ])
-                        })
-                        .map_err(backend)?;
                         let (status, next, is_head): (&str, i64, bool) = match rec.next {
                             AttemptNext::Succeeded => ("succeeded", 0, false),
                             AttemptNext::Dead => ("dead", 0, false),
@@ -1550,15 +1553,39 @@ impl Store for SqliteStore {
                             .map_err(backend)?
                             == 1;
                         if !was_active {
-                            // A late record of an event already ended.
+                            // A late record of an event already ended, or
+                            // of one erased with its conversation while on
+                            // the wire (no row: nothing to record or retry).
                             writer_cache::forget_active(&rec.conversation_id);
-                            c.prepare_cached(
-                                "UPDATE events SET status = ?2, attempts = max(attempts, ?3), next_attempt_at = ?4,
-                                 is_head = ?5, leased_until = 0 WHERE seq = ?1",
-                            )
-                            .and_then(|mut s| s.execute(args))
-                            .map_err(backend)?;
+                            let exists = c
+                                .prepare_cached(
+                                    "UPDATE events SET status = ?2, attempts = max(attempts, ?3), next_attempt_at = ?4,
+                                     is_head = ?5, leased_until = 0 WHERE seq = ?1",
+                                )
+                                .and_then(|mut s| s.execute(args))
+                                .map_err(backend)?
+                                == 1;
+                            if !exists {
+                                continue;
+                            }
                         }
+                        c.prepare_cached(
+                            "INSERT OR REPLACE INTO attempts (event_id, number, at, status_code, duration_ms, error, response_excerpt, request_headers)
+                             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                        )
+                        .and_then(|mut s| {
+                            s.execute(params![
+                                rec.event_id,
+                                rec.number,
+                                rec.at_ms,
+                                rec.status_code,
+                                rec.duration_ms,
+                                rec.error,
+                                rec.response_excerpt,
+                                rec.request_headers
+                            ])
+                        })
+                        .map_err(backend)?;
                         if let AttemptNext::RetryAt(t) = rec.next {
                             retries.push(t);
                         }
@@ -1771,7 +1798,7 @@ impl Store for SqliteStore {
                 }
                 c.execute(
                     "UPDATE events SET status = 'pending', next_attempt_at = ?2, leased_until = 0, attempt_base = attempts,
-                     is_head = NOT EXISTS (SELECT 1 FROM events WHERE conversation_id = ?3 AND status IN ('pending', 'failed'))
+                     is_head = NOT EXISTS (SELECT 1 FROM events INDEXED BY events_active_by_conversation WHERE conversation_id = ?3 AND status IN ('pending', 'failed'))
                      WHERE id = ?1",
                     params![eid, now_ms, conv],
                 )
@@ -1806,6 +1833,18 @@ impl Store for SqliteStore {
     ) -> BoxFut<'_, StoreResult<Page<Chatbot>>> {
         let r = self.list_chatbots_impl(limit, cursor);
         Box::pin(async move { r })
+    }
+
+    fn erase_conversation(
+        &self,
+        chatbot_id: &str,
+        conversation_id: &str,
+    ) -> BoxFut<'_, StoreResult<()>> {
+        Box::pin(self.erase(chatbot_id.to_string(), conversation_id.to_string()))
+    }
+
+    fn purge_expired(&self, now_ms: i64) -> BoxFut<'_, StoreResult<u64>> {
+        Box::pin(self.purge_pass(now_ms))
     }
 
     fn queue_stats(&self) -> BoxFut<'_, StoreResult<QueueStats>> {

@@ -120,6 +120,9 @@ pub async fn apply_reply(
         .ok_or_else(ApiError::not_found)?;
     let now = st.now_ms();
     if now > grant.expires_at {
+        if let Err(StoreError::NotFound) = st.store.get_conversation(&grant.conversation_id).await {
+            return Err(ApiError::not_found());
+        }
         return Err(expired("this response_url has expired"));
     }
     if let Some(pointer) = crate::domain::text::first_nul(body) {
@@ -150,11 +153,21 @@ pub async fn apply_reply(
             interactive_window_ms: st.config.interactive_window.as_millis() as i64,
             reply,
         })
-        .await
-        .map_err(|e| match e {
-            StoreError::NotFound => expired("the original message was deleted"),
-            other => other.into(),
-        })?;
+        .await;
+    let out = match out {
+        Ok(out) => out,
+        // The conversation erased or purged (§11): nothing of it is found.
+        Err(StoreError::NotFound)
+            if matches!(
+                st.store.get_conversation(&grant.conversation_id).await,
+                Err(StoreError::NotFound)
+            ) =>
+        {
+            return Err(ApiError::not_found());
+        }
+        Err(StoreError::NotFound) => return Err(expired("the original message was deleted")),
+        Err(other) => return Err(other.into()),
+    };
     match out {
         ReplyOutcome::Applied(v) => {
             if typing {

@@ -9,6 +9,7 @@ mod core;
 mod delivery;
 mod embed;
 mod inbox;
+mod lifecycle;
 mod newcomer;
 mod pages;
 mod postgres;

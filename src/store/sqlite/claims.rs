@@ -130,6 +130,20 @@ impl Claims {
         }
     }
 
+    /// Events deleted with their conversation: out of the queue, their
+    /// leases and reservations ended (a delivery already handed out finds
+    /// no row to record).
+    pub fn forget(&mut self, event_ids: &[String]) {
+        if event_ids.is_empty() {
+            return;
+        }
+        let gone: HashSet<&str> = event_ids.iter().map(String::as_str).collect();
+        self.hot.retain(|c| !gone.contains(c.event_id.as_str()));
+        for id in event_ids {
+            self.leases.remove(id);
+        }
+    }
+
     /// Ends the leases of every claimed delivery (not of queued or reserved
     /// events, which no one has started).
     pub fn release_claimed(&mut self) {

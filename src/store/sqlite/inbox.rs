@@ -48,7 +48,7 @@ pub fn insert(c: &Connection, i: &NewInteraction, now_ms: i64) -> StoreResult<()
     if i.spec.ask {
         let pending: Option<i64> = c
             .query_row(
-                "SELECT 1 FROM interactions WHERE conversation_id = ?1 AND is_ask = 1 AND status = 'pending'
+                "SELECT 1 FROM interactions INDEXED BY interactions_pending_ask WHERE conversation_id = ?1 AND is_ask = 1 AND status = 'pending'
                  AND (expires_at IS NULL OR expires_at > ?2) LIMIT 1",
                 params![i.conversation_id, now_ms],
                 |r| r.get(0),
