@@ -6,7 +6,6 @@ use std::time::Duration;
 use actix_web::http::StatusCode;
 use actix_web::{HttpRequest, HttpResponse, get, post, web};
 use bytes::Bytes;
-use serde_json::Value;
 use tokio::sync::broadcast;
 
 use super::AppState;
@@ -128,7 +127,7 @@ async fn respond(
             interaction_id: inter.id.clone(),
             chatbot_id: bot.0.id.clone(),
             idempotency_key: key,
-            body_hash: hash_secret(&canonical(&body.0)),
+            body_hash: hash_secret(&crate::domain::text::canonical(&body.0)),
             body: body.0,
             user: Person {
                 kind: "member".into(),
@@ -145,26 +144,6 @@ async fn respond(
         AnswerOutcome::Answered(i) => HttpResponse::Ok().json(i.to_json(now)),
         AnswerOutcome::Repeated(v) => HttpResponse::Ok().json(v),
     })
-}
-
-/// A stable text of a JSON value (object keys sorted), for comparing bodies.
-fn canonical(v: &Value) -> String {
-    match v {
-        Value::Object(m) => {
-            let mut keys: Vec<&String> = m.keys().collect();
-            keys.sort();
-            let parts: Vec<String> = keys
-                .into_iter()
-                .map(|k| format!("{}:{}", Value::String(k.clone()), canonical(&m[k])))
-                .collect();
-            format!("{{{}}}", parts.join(","))
-        }
-        Value::Array(a) => format!(
-            "[{}]",
-            a.iter().map(canonical).collect::<Vec<_>>().join(",")
-        ),
-        other => other.to_string(),
-    }
 }
 
 fn frame(e: &ApiEvent) -> Bytes {
