@@ -5,7 +5,7 @@ use base64::Engine;
 use serde_json::{Value, json};
 
 use super::AppState;
-use super::extract::{Bot, JsonBody, PageQuery, collection};
+use super::extract::{Bot, JsonBody, PageQuery, sealed_page};
 use super::messages::{new_message, parse_content};
 use crate::domain::model::{Author, Conversation, Person};
 use crate::domain::time::rfc3339;
@@ -62,7 +62,8 @@ async fn list_messages(
     q: web::Query<PageQuery>,
 ) -> ApiResult<HttpResponse> {
     let conv = conversation(&st, &bot, &cid).await?;
-    let (limit, cursor) = q.parse()?;
+    let scope = format!("messages:{cid}");
+    let (limit, cursor) = q.parse(&st, &scope)?;
     let page = st.store.list_messages(&cid, limit, cursor).await?;
     let data = page
         .data
@@ -72,7 +73,7 @@ async fn list_messages(
                 .unwrap_or_default()
         })
         .collect();
-    Ok(HttpResponse::Ok().json(collection(data, page.next_cursor)))
+    Ok(HttpResponse::Ok().json(sealed_page(&st, &scope, data, page.next_cursor)))
 }
 
 /// A human takes over: every block of the conversation turns off.
@@ -165,17 +166,18 @@ async fn list_events(
             "status is pending, succeeded, failed or dead",
         ));
     }
+    let scope = format!("events:{}", bot.0.id);
     let (limit, cursor) = PageQuery {
         limit: q.limit,
         cursor: q.cursor,
     }
-    .parse()?;
+    .parse(&st, &scope)?;
     let page = st
         .store
         .list_events(&bot.0.id, q.status, limit, cursor)
         .await?;
     let data = page.data.iter().map(event_json).collect();
-    Ok(HttpResponse::Ok().json(collection(data, page.next_cursor)))
+    Ok(HttpResponse::Ok().json(sealed_page(&st, &scope, data, page.next_cursor)))
 }
 
 /// One event with every delivery attempt.

@@ -9,7 +9,7 @@ use bytes::Bytes;
 use tokio::sync::broadcast;
 
 use super::AppState;
-use super::extract::{Bot, JsonBody, PageQuery, collection};
+use super::extract::{Bot, JsonBody, PageQuery, sealed_page};
 use crate::domain::ids::{hash_secret, new_id};
 use crate::domain::model::Person;
 use crate::error::{ApiError, ApiResult};
@@ -49,11 +49,12 @@ async fn list_interactions(
             "status is pending, answered, expired or cancelled",
         ));
     }
+    let scope = format!("interactions:{}", bot.0.id);
     let (limit, cursor) = PageQuery {
         limit: q.limit,
         cursor: q.cursor,
     }
-    .parse()?;
+    .parse(&st, &scope)?;
     let now = st.now_ms();
     let filter = InteractionFilter {
         status: q.status,
@@ -64,7 +65,7 @@ async fn list_interactions(
         .list_interactions(&bot.0.id, filter, limit, cursor, now)
         .await?;
     let data = page.data.iter().map(|i| i.to_json(now)).collect();
-    Ok(HttpResponse::Ok().json(collection(data, page.next_cursor)))
+    Ok(HttpResponse::Ok().json(sealed_page(&st, &scope, data, page.next_cursor)))
 }
 
 /// One interaction.

@@ -5,7 +5,7 @@ use actix_web::{HttpResponse, get, post, web};
 use serde_json::{Map, Value, json};
 
 use super::AppState;
-use super::extract::{JsonBody, PageQuery, Visitor, collection};
+use super::extract::{JsonBody, PageQuery, Visitor, sealed_page};
 use super::messages::{Content, new_message};
 use crate::domain::events::{self, Base};
 use crate::domain::ids::{hash_secret, new_id, new_secret};
@@ -127,7 +127,8 @@ async fn list_messages(
     q: web::Query<PageQuery>,
 ) -> ApiResult<HttpResponse> {
     own(&v, &cid)?;
-    let (limit, cursor) = q.parse()?;
+    let scope = format!("messages:{cid}");
+    let (limit, cursor) = q.parse(&st, &scope)?;
     let bot = st.store.get_chatbot(&v.0.chatbot_id).await?;
     let page = st.store.list_messages(&cid, limit, cursor).await?;
     let data = page
@@ -135,7 +136,7 @@ async fn list_messages(
         .into_iter()
         .map(|m| serde_json::to_value(view(&st, &v.0, bot.retention_ms, m)).unwrap_or_default())
         .collect();
-    Ok(HttpResponse::Ok().json(collection(data, page.next_cursor)))
+    Ok(HttpResponse::Ok().json(sealed_page(&st, &scope, data, page.next_cursor)))
 }
 
 /// A visitor's message; emits `message.received`.
