@@ -191,6 +191,16 @@ async fn start_server_with(
         "1s",
         "--retry-max-attempts",
         "1000000",
+        // The load is one client clicking as fast as it can: the §10
+        // limits would measure themselves.
+        "--limit-conversations",
+        "off",
+        "--limit-visitor",
+        "off",
+        "--limit-api-key",
+        "off",
+        "--max-streams-per-visitor",
+        "off",
     ]
     .iter()
     .map(|s| s.to_string())

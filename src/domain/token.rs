@@ -101,6 +101,77 @@ impl TokenKey {
     }
 }
 
+/// Bytes of a cursor: a random nonce, the position masked, a MAC.
+const CURSOR_NONCE: usize = 8;
+const CURSOR_MAC: usize = 12;
+
+impl TokenKey {
+    /// HMAC of the parts, each followed by a separator byte.
+    fn mac_parts(&self, parts: &[&[u8]]) -> Option<[u8; SIG_LEN]> {
+        let mut m = self.0.clone()?;
+        for p in parts {
+            m.update(p);
+            m.update(b"\x1f");
+        }
+        let full = m.finalize().into_bytes();
+        let mut out = [0u8; SIG_LEN];
+        out.copy_from_slice(&full[..SIG_LEN]);
+        Some(out)
+    }
+
+    /// The mask of a cursor's position: a keyed function of its scope and
+    /// nonce, so equal positions never look alike.
+    fn cursor_pad(&self, scope: &str, nonce: &[u8]) -> Option<[u8; 8]> {
+        let m = self.mac_parts(&[b"cursor-pad", scope.as_bytes(), nonce])?;
+        let mut pad = [0u8; 8];
+        pad.copy_from_slice(&m[..8]);
+        Some(pad)
+    }
+
+    /// An opaque, tamper-evident cursor for `position` in the collection
+    /// `scope` (which names the tenant: a cursor of another collection or
+    /// tenant does not open). base64url of nonce, masked position and MAC.
+    pub fn seal_cursor(&self, scope: &str, position: i64, nonce: [u8; CURSOR_NONCE]) -> String {
+        let pad = self.cursor_pad(scope, &nonce).unwrap_or_default();
+        let mut masked = position.to_be_bytes();
+        for (b, p) in masked.iter_mut().zip(pad) {
+            *b ^= p;
+        }
+        let mac = self
+            .mac_parts(&[b"cursor", scope.as_bytes(), &nonce, &masked])
+            .unwrap_or_default();
+        let mut raw = Vec::with_capacity(CURSOR_NONCE + 8 + CURSOR_MAC);
+        raw.extend_from_slice(&nonce);
+        raw.extend_from_slice(&masked);
+        raw.extend_from_slice(&mac[..CURSOR_MAC]);
+        URL_SAFE_NO_PAD.encode(raw)
+    }
+
+    /// The position of a cursor sealed for `scope`; `None` for anything
+    /// altered, foreign or malformed.
+    pub fn open_cursor(&self, scope: &str, cursor: &str) -> Option<i64> {
+        if cursor.len() > 64 {
+            return None;
+        }
+        let raw = URL_SAFE_NO_PAD.decode(cursor).ok()?;
+        if raw.len() != CURSOR_NONCE + 8 + CURSOR_MAC {
+            return None;
+        }
+        let (nonce, rest) = raw.split_at(CURSOR_NONCE);
+        let (masked, mac) = rest.split_at(8);
+        let expected = self.mac_parts(&[b"cursor", scope.as_bytes(), nonce, masked])?;
+        if !bool::from(subtle::ConstantTimeEq::ct_eq(&expected[..CURSOR_MAC], mac)) {
+            return None;
+        }
+        let pad = self.cursor_pad(scope, nonce)?;
+        let mut pos = [0u8; 8];
+        for (i, b) in pos.iter_mut().enumerate() {
+            *b = masked[i] ^ pad[i];
+        }
+        Some(i64::from_be_bytes(pos))
+    }
+}
+
 /// A grant by reference, to issue a token without copying its ids.
 #[derive(Debug, Clone, Copy)]
 pub struct GrantRef<'a> {
@@ -134,6 +205,33 @@ mod tests {
             conversation_id: "conv_1".into(),
             expires_at: 42,
             new_message_only: false,
+        }
+    }
+
+    #[test]
+    fn cursors_are_opaque_and_tamper_evident() {
+        let key = TokenKey::new(b"key");
+        let c = key.seal_cursor("events:cb_1", 9, [1; 8]);
+        assert_eq!(key.open_cursor("events:cb_1", &c), Some(9));
+        assert!(!c.contains('9') || c.len() > 30, "{c}");
+        // Same position, another nonce: another text.
+        let d = key.seal_cursor("events:cb_1", 9, [2; 8]);
+        assert_ne!(c, d);
+        assert_eq!(key.open_cursor("events:cb_1", &d), Some(9));
+        // Another tenant's or collection's scope, another key, any change.
+        assert_eq!(key.open_cursor("events:cb_2", &c), None);
+        assert_eq!(TokenKey::new(b"other").open_cursor("events:cb_1", &c), None);
+        let mut raw = URL_SAFE_NO_PAD.decode(&c).unwrap();
+        for i in 0..raw.len() {
+            raw[i] ^= 1;
+            assert_eq!(
+                key.open_cursor("events:cb_1", &URL_SAFE_NO_PAD.encode(&raw)),
+                None
+            );
+            raw[i] ^= 1;
+        }
+        for bad in ["", "9", "abc", "!!!!", &"A".repeat(100)] {
+            assert_eq!(key.open_cursor("events:cb_1", bad), None, "{bad}");
         }
     }
 

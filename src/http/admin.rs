@@ -166,7 +166,7 @@ async fn list_chatbots(
         limit: q.limit,
         cursor: None,
     }
-    .parse()?;
+    .parse(&st, "chatbots")?;
     let cursor = match q.cursor {
         Some(c) if c.starts_with("cb_") && c.len() <= 40 => Some(c),
         Some(_) => {

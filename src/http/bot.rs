@@ -3,7 +3,7 @@
 use actix_web::{HttpResponse, delete, get, post, web};
 use serde_json::{Value, json};
 
-use super::extract::{Bot, JsonBody, PageQuery, collection};
+use super::extract::{Bot, JsonBody, PageQuery, sealed_page};
 use super::{AppState, views};
 use crate::domain::model::{Author, Conversation, Person};
 use crate::error::{ApiError, ApiResult, FieldError};
@@ -58,7 +58,8 @@ async fn list_messages(
     q: web::Query<PageQuery>,
 ) -> ApiResult<HttpResponse> {
     let conv = conversation(&st, &bot, &cid).await?;
-    let (limit, cursor) = q.parse()?;
+    let scope = format!("messages:{cid}");
+    let (limit, cursor) = q.parse(&st, &scope)?;
     let page = st.store.list_messages(&cid, limit, cursor).await?;
     let data = page
         .data
@@ -68,7 +69,7 @@ async fn list_messages(
                 .unwrap_or_default()
         })
         .collect();
-    Ok(HttpResponse::Ok().json(collection(data, page.next_cursor)))
+    Ok(HttpResponse::Ok().json(sealed_page(&st, &scope, data, page.next_cursor)))
 }
 
 /// A human takes over: every block of the conversation turns off.

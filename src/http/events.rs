@@ -5,7 +5,7 @@ use actix_web::{HttpResponse, get, post, web};
 use base64::Engine;
 use serde_json::{Value, json};
 
-use super::extract::{Bot, JsonBody, PageQuery, collection};
+use super::extract::{Bot, JsonBody, PageQuery, sealed_page};
 use super::{AppState, views};
 use crate::domain::ids::new_id;
 use crate::domain::time::{parse_rfc3339, rfc3339};
@@ -99,11 +99,12 @@ async fn list_events(
     if !errors.is_empty() {
         return Err(ApiError::Validation(errors));
     }
+    let scope = format!("events:{}", bot.0.id);
     let (limit, cursor) = PageQuery {
         limit: q.limit,
         cursor: q.cursor,
     }
-    .parse()?;
+    .parse(&st, &scope)?;
     let filter = EventFilter {
         status: q.status,
         event_type: q.event_type,
@@ -114,7 +115,7 @@ async fn list_events(
         .list_events(&bot.0.id, filter, limit, cursor)
         .await?;
     let data = page.data.iter().map(event_json).collect();
-    Ok(HttpResponse::Ok().json(collection(data, page.next_cursor)))
+    Ok(HttpResponse::Ok().json(sealed_page(&st, &scope, data, page.next_cursor)))
 }
 
 /// One event with every delivery attempt (with the request headers it sent).

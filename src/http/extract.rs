@@ -296,7 +296,9 @@ pub struct PageQuery {
 }
 
 impl PageQuery {
-    pub fn parse(&self) -> Result<(usize, Option<i64>), ApiError> {
+    /// The limit and the position of `?cursor=`, a cursor this server
+    /// sealed for the collection `scope` (see [`sealed_page`]).
+    pub fn parse(&self, st: &AppState, scope: &str) -> Result<(usize, Option<i64>), ApiError> {
         let limit = match &self.limit {
             None => 20,
             Some(s) => match s.parse::<usize>() {
@@ -312,13 +314,31 @@ impl PageQuery {
         };
         let cursor = match &self.cursor {
             None => None,
-            Some(c) => Some(
-                c.parse::<i64>()
-                    .map_err(|_| ApiError::field("/cursor", "invalid_cursor", "unknown cursor"))?,
-            ),
+            Some(c) => Some(st.server_key.open_cursor(scope, c).ok_or_else(|| {
+                ApiError::field(
+                    "/cursor",
+                    "invalid_cursor",
+                    "not a cursor of this collection (pass next_cursor as given)",
+                )
+            })?),
         };
         Ok((limit, cursor))
     }
+}
+
+/// `{"data": [...], "page": {"has_more", "next_cursor"}}`, the store's next
+/// position sealed as an opaque cursor of the collection `scope`.
+pub fn sealed_page(
+    st: &AppState,
+    scope: &str,
+    data: Vec<Value>,
+    next_position: Option<String>,
+) -> Value {
+    let next = next_position.and_then(|p| p.parse::<i64>().ok()).map(|p| {
+        st.server_key
+            .seal_cursor(scope, p, crate::domain::ids::random_bytes::<8>())
+    });
+    collection(data, next)
 }
 
 /// `{"data": [...], "page": {"has_more", "next_cursor"}}`.

@@ -9,7 +9,7 @@ use bytes::Bytes;
 use serde_json::Value;
 use tokio::sync::broadcast;
 
-use super::extract::{Bot, JsonBody, PageQuery, collection};
+use super::extract::{Bot, JsonBody, PageQuery, sealed_page};
 use super::{AppState, views};
 use crate::domain::ids::{hash_secret, new_id};
 use crate::domain::model::Person;
@@ -64,11 +64,12 @@ async fn list_interactions(
             ));
         }
     };
+    let scope = format!("interactions:{}", bot.0.id);
     let (limit, cursor) = PageQuery {
         limit: q.limit,
         cursor: q.cursor,
     }
-    .parse()?;
+    .parse(&st, &scope)?;
     let now = st.now_ms();
     let filter = InteractionFilter {
         status: q.status,
@@ -85,7 +86,7 @@ async fn list_interactions(
             v["context"] = context(&st, i, &mut known).await?;
         }
     }
-    Ok(HttpResponse::Ok().json(collection(data, page.next_cursor)))
+    Ok(HttpResponse::Ok().json(sealed_page(&st, &scope, data, page.next_cursor)))
 }
 
 /// How many of a conversation's newest messages are searched for the
@@ -206,7 +207,7 @@ async fn respond(
             interaction_id: inter.id.clone(),
             chatbot_id: bot.0.id.clone(),
             idempotency_key: key,
-            body_hash: hash_secret(&canonical(&body.0)),
+            body_hash: hash_secret(&crate::domain::text::canonical(&body.0)),
             body: body.0,
             user: Person {
                 kind: "member".into(),
@@ -223,26 +224,6 @@ async fn respond(
         AnswerOutcome::Answered(i) => HttpResponse::Ok().json(i.to_json(now)),
         AnswerOutcome::Repeated(v) => HttpResponse::Ok().json(v),
     })
-}
-
-/// A stable text of a JSON value (object keys sorted), for comparing bodies.
-fn canonical(v: &Value) -> String {
-    match v {
-        Value::Object(m) => {
-            let mut keys: Vec<&String> = m.keys().collect();
-            keys.sort();
-            let parts: Vec<String> = keys
-                .into_iter()
-                .map(|k| format!("{}:{}", Value::String(k.clone()), canonical(&m[k])))
-                .collect();
-            format!("{{{}}}", parts.join(","))
-        }
-        Value::Array(a) => format!(
-            "[{}]",
-            a.iter().map(canonical).collect::<Vec<_>>().join(",")
-        ),
-        other => other.to_string(),
-    }
 }
 
 fn frame(e: &ApiEvent) -> Bytes {

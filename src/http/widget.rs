@@ -4,7 +4,7 @@
 use actix_web::{HttpRequest, HttpResponse, get, post, web};
 use serde_json::{Map, Value, json};
 
-use super::extract::{JsonBody, PageQuery, Visitor, check_origin, collection, origin, typed};
+use super::extract::{JsonBody, PageQuery, Visitor, check_origin, origin, sealed_page, typed};
 use super::{AppState, views};
 use crate::domain::events::{self, Base};
 use crate::domain::ids::{hash_secret, new_id, new_secret};
@@ -129,7 +129,8 @@ async fn list_messages(
     q: web::Query<PageQuery>,
 ) -> ApiResult<HttpResponse> {
     own(&v, &cid)?;
-    let (limit, cursor) = q.parse()?;
+    let scope = format!("messages:{cid}");
+    let (limit, cursor) = q.parse(&st, &scope)?;
     let bot = st.store.get_chatbot(&v.0.chatbot_id).await?;
     let page = st.store.list_messages(&cid, limit, cursor).await?;
     let data = page
@@ -137,7 +138,7 @@ async fn list_messages(
         .into_iter()
         .map(|m| serde_json::to_value(view(&st, &v.0, bot.retention_ms, m)).unwrap_or_default())
         .collect();
-    Ok(HttpResponse::Ok().json(collection(data, page.next_cursor)))
+    Ok(HttpResponse::Ok().json(sealed_page(&st, &scope, data, page.next_cursor)))
 }
 
 /// A visitor's message; emits `message.received`.

@@ -967,8 +967,7 @@ impl Store for PostgresStore {
                 .await
                 .map_err(backend)?;
                 if let Some(p) = prior {
-                    let v = serde_json::from_str(&p).map_err(backend)?;
-                    return Ok(ReplyOutcome::Repeated(v));
+                    return super::repeated_reply(&p, &req.body_hash);
                 }
             }
             if uses >= req.max_uses as i64 {
@@ -1069,7 +1068,7 @@ impl Store for PostgresStore {
                 )
                 .bind(&req.event_id)
                 .bind(key)
-                .bind(result.to_string())
+                .bind(super::reply_record(&result, &req.body_hash))
                 .execute(&mut *tx)
                 .await
                 .map_err(backend)?;

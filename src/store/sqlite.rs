@@ -1342,8 +1342,8 @@ impl Store for SqliteStore {
                             .optional()
                             .map_err(backend)?;
                         if let Some(p) = prior {
-                            let v = serde_json::from_str(&p).map_err(backend)?;
-                            return Ok((ReplyOutcome::Repeated(v), Vec::new(), Vec::new()));
+                            let out = super::repeated_reply(&p, &req.body_hash)?;
+                            return Ok((out, Vec::new(), Vec::new()));
                         }
                     }
                     let uses: i64 = c
@@ -1405,7 +1405,7 @@ impl Store for SqliteStore {
                     if let Some(key) = &req.idempotency_key {
                         c.execute(
                             "INSERT INTO response_idempotency (event_id, key, result) VALUES (?1, ?2, ?3)",
-                            params![req.event_id, key, result.to_string()],
+                            params![req.event_id, key, super::reply_record(&result, &req.body_hash)],
                         )
                         .map_err(backend)?;
                     }

@@ -147,6 +147,7 @@ pub async fn apply_reply(
             event_id: grant.event_id.clone(),
             message_id: grant.message_id.clone(),
             conversation_id: grant.conversation_id.clone(),
+            body_hash: crate::domain::ids::hash_secret(&crate::domain::text::canonical(body)),
             idempotency_key,
             max_uses: MAX_USES,
             now_ms: now,

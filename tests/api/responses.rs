@@ -268,6 +268,36 @@ async fn reply_blocks_are_checked_exactly_as_for_new_messages() {
 }
 
 store_test! {
+async fn a_reused_idempotency_key_with_another_body_is_409() {
+    let mut s = setup().await;
+    let url = s.click_for_url().await;
+    let (status, first) = reply_with_key(&s.app, &url, Some("k1"), json!({"text": "first"})).await;
+    assert_eq!(status, 200, "{first}");
+    let (status, body) =
+        reply_with_key(&s.app, &url, Some("k1"), json!({"text": "second"})).await;
+    assert_eq!(status, 409, "{body}");
+    assert_eq!(body["code"], "idempotency_key_conflict");
+    // The same body in another key order is the same body.
+    let (status, again) = reply_with_key(
+        &s.app,
+        &url,
+        Some("k1"),
+        serde_json::from_str(r#"{"text": "first"}"#).unwrap(),
+    )
+    .await;
+    assert_eq!((status, &again), (200, &first));
+    let m = s.message(&s.message_id).await.expect("message");
+    assert_eq!(m["text"], "first", "the conflicting body changed nothing");
+    // The conflict used none of the 5: four more uses work.
+    for n in 2..=5 {
+        let (status, body) =
+            reply_with_key(&s.app, &url, Some(&format!("k{n}")), json!({"text": n.to_string()})).await;
+        assert_eq!(status, 200, "use {n}: {body}");
+    }
+}
+}
+
+store_test! {
 async fn five_uses_then_410_and_idempotent_retries_do_not_count() {
     let mut s = setup().await;
     let url = s.click_for_url().await;

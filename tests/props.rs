@@ -1,0 +1,292 @@
+//! Property tests of the pure checks every request goes through: for any
+//! input, a typed value or errors with JSON pointers — never a panic.
+
+use std::time::Duration;
+
+use blockhook::domain::blocks::{Field, FieldKind, SelectOption};
+use blockhook::domain::{duration, values};
+use blockhook::error::ApiError;
+use proptest::prelude::*;
+use serde_json::{Map, Value, json};
+
+/// Any JSON value, a few levels deep, with awkward strings and numbers.
+fn any_json() -> impl Strategy<Value = Value> {
+    let leaf = prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::Bool),
+        any::<i64>().prop_map(|n| json!(n)),
+        any::<u64>().prop_map(|n| json!(n)),
+        any::<f64>()
+            .prop_filter("finite", |f| f.is_finite())
+            .prop_map(|f| json!(f)),
+        ".{0,12}".prop_map(Value::String),
+        prop_oneof![
+            Just("on"),
+            Just("off"),
+            Just("true"),
+            Just("1e309"),
+            Just("-0"),
+            Just(" 12 "),
+            Just("NaN"),
+            Just("a@b.c"),
+            Just("\u{0}"),
+            Just("0x10"),
+            Just("9999999999999999999999")
+        ]
+        .prop_map(|s| Value::String(s.into())),
+    ];
+    leaf.prop_recursive(3, 24, 4, |inner| {
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+            prop::collection::btree_map("[a-z_]{1,6}", inner, 0..4)
+                .prop_map(|m| Value::Object(m.into_iter().collect())),
+        ]
+    })
+}
+
+fn any_kind() -> impl Strategy<Value = FieldKind> {
+    prop_oneof![
+        Just(FieldKind::Text),
+        Just(FieldKind::Email),
+        Just(FieldKind::Number),
+        Just(FieldKind::Select),
+        Just(FieldKind::Textarea),
+        Just(FieldKind::Checkbox),
+    ]
+}
+
+fn any_field() -> impl Strategy<Value = Field> {
+    (
+        "[a-z]{1,4}",
+        any_kind(),
+        any::<bool>(),
+        proptest::option::of(-1e6f64..1e6),
+        proptest::option::of(-1e6f64..1e6),
+        proptest::option::of(prop::collection::vec("[a-z]{0,3}", 0..4)),
+    )
+        .prop_map(|(name, kind, required, min, max, options)| Field {
+            label: name.clone(),
+            name,
+            kind,
+            required,
+            min,
+            max,
+            options: options.map(|o| {
+                o.into_iter()
+                    .map(|v| SelectOption {
+                        label: v.clone(),
+                        value: v,
+                    })
+                    .collect()
+            }),
+            placeholder: None,
+        })
+}
+
+fn field_input() -> impl Strategy<Value = Map<String, Value>> {
+    prop::collection::btree_map(
+        "[a-z]{1,4}",
+        prop_oneof![any_json(), "[0-9.eE+-]{0,8}".prop_map(Value::String)],
+        0..6,
+    )
+    .prop_map(|m| m.into_iter().collect())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+
+    /// Form values: every field typed by its kind, or errors under `/values`.
+    #[test]
+    fn form_values_are_typed_or_refused_with_pointers(
+        fields in prop::collection::vec(any_field(), 0..6),
+        input in field_input(),
+    ) {
+        // Names are unique in a stored form (the block check sees to it).
+        let mut fields = fields;
+        fields.sort_by(|a, b| a.name.cmp(&b.name));
+        fields.dedup_by(|a, b| a.name == b.name);
+        match values::check(&fields, &input, "/values") {
+            Ok(out) => {
+                prop_assert_eq!(out.len(), fields.len());
+                for f in &fields {
+                    let v = out.get(&f.name);
+                    prop_assert!(v.is_some(), "missing {}", f.name);
+                    let v = v.unwrap_or(&Value::Null);
+                    let typed = match f.kind {
+                        FieldKind::Text | FieldKind::Email | FieldKind::Textarea | FieldKind::Select => v.is_string(),
+                        FieldKind::Number => v.is_number() || v.is_null(),
+                        FieldKind::Checkbox => v.is_boolean(),
+                    };
+                    prop_assert!(typed, "{}: {:?} is not a {:?}", f.name, v, f.kind);
+                }
+                for k in input.keys() {
+                    prop_assert!(fields.iter().any(|f| &f.name == k), "unknown {} accepted", k);
+                }
+            }
+            Err(errs) => {
+                prop_assert!(!errs.is_empty());
+                for e in &errs {
+                    prop_assert!(e.field.starts_with("/values/"), "{}", e.field);
+                    prop_assert!(!e.message.is_empty());
+                }
+            }
+        }
+    }
+
+    /// Message bodies with blocks: parsed, or a 422 whose every pointer is
+    /// a JSON pointer.
+    #[test]
+    fn block_definitions_are_checked_without_panicking(body in block_body()) {
+        let schema = &blockhook::schemas::Schemas::get().message;
+        match blockhook::usecase::content::parse_content(&body, schema) {
+            Ok(content) => {
+                if let Some(blocks) = content.blocks {
+                    let mut ids: Vec<&str> = blocks.iter().map(|b| b.block_id()).collect();
+                    prop_assert!(ids.iter().all(|i| !i.is_empty()));
+                    ids.sort_unstable();
+                    let n = ids.len();
+                    ids.dedup();
+                    prop_assert_eq!(ids.len(), n, "block ids are unique");
+                }
+            }
+            Err(ApiError::Validation(errs)) => {
+                prop_assert!(!errs.is_empty());
+                for e in &errs {
+                    prop_assert!(e.field.is_empty() || e.field.starts_with('/'), "{}", e.field);
+                }
+            }
+            Err(other) => prop_assert!(false, "not a validation error: {:?}", other),
+        }
+    }
+
+    /// Durations: any text or number is a duration of at most 100 years,
+    /// or an error.
+    #[test]
+    fn any_duration_text_parses_or_is_refused(text in ".{0,40}") {
+        if let Ok(d) = duration::parse(&text) {
+            prop_assert!(d <= duration::MAX);
+        }
+    }
+
+    #[test]
+    fn numeric_duration_texts_parse_or_are_refused(
+        n in "[0-9]{1,30}(\\.[0-9]{0,6})?",
+        unit in prop_oneof![Just(""), Just("ms"), Just("s"), Just("m"), Just("h"), Just("d"), Just("y")],
+    ) {
+        let text = format!("{n}{unit}");
+        match duration::parse(&text) {
+            Ok(d) => prop_assert!(d <= duration::MAX, "{}", text),
+            Err(e) => prop_assert!(!e.is_empty()),
+        }
+    }
+
+    #[test]
+    fn any_json_duration_parses_or_is_refused(v in any_json()) {
+        if let Ok(d) = duration::from_json(&v) {
+            prop_assert!(d <= duration::MAX);
+        }
+    }
+
+    #[test]
+    fn small_durations_are_exact(n in 0u64..10_000, unit in 0usize..5) {
+        let (suffix, ms) = [("ms", 1u64), ("s", 1000), ("m", 60_000), ("h", 3_600_000), ("d", 86_400_000)][unit];
+        let d = duration::parse(&format!("{n}{suffix}"));
+        prop_assert_eq!(d, Ok(Duration::from_millis(n * ms)));
+    }
+}
+
+/// A message body with blocks that are often nearly right: valid shapes
+/// with random ids, kinds, sizes and stray keys.
+fn block_body() -> impl Strategy<Value = Value> {
+    let button = (
+        proptest::option::of("[a-z]{0,3}"),
+        ".{0,6}",
+        proptest::option::of(any_json()),
+        proptest::option::of(prop_oneof![
+            Just("https://example.com/x".to_string()),
+            ".{0,8}"
+        ]),
+    )
+        .prop_map(|(action_id, label, value, url)| {
+            let mut b = json!({"type": "button", "label": label});
+            if let Some(a) = action_id {
+                b["action_id"] = json!(a);
+            }
+            if let Some(v) = value {
+                b["value"] = v;
+            }
+            if let Some(u) = url {
+                b["url"] = json!(u);
+            }
+            b
+        });
+    let field = (
+        "[a-z]{0,3}",
+        prop_oneof![
+            Just("text"),
+            Just("email"),
+            Just("number"),
+            Just("select"),
+            Just("textarea"),
+            Just("checkbox"),
+            Just("date")
+        ],
+        proptest::option::of(any_json()),
+        proptest::option::of(any_json()),
+        proptest::option::of(prop::collection::vec(any_json(), 0..3)),
+    )
+        .prop_map(|(name, kind, min, max, options)| {
+            let mut f = json!({"name": name, "type": kind, "label": "L"});
+            if let Some(m) = min {
+                f["min"] = m;
+            }
+            if let Some(m) = max {
+                f["max"] = m;
+            }
+            if let Some(o) = options {
+                f["options"] = Value::Array(o);
+            }
+            f
+        });
+    let block = prop_oneof![
+        (
+            proptest::option::of("[a-z]{0,3}"),
+            prop::collection::vec(button, 0..4),
+            any::<bool>()
+        )
+            .prop_map(|(id, elements, d)| {
+                let mut b = json!({"type": "actions", "elements": elements, "disable_on_click": d});
+                if let Some(id) = id {
+                    b["block_id"] = json!(id);
+                }
+                b
+            }),
+        (
+            proptest::option::of("[a-z]{0,3}"),
+            proptest::option::of("[a-z]{0,3}"),
+            prop::collection::vec(field, 0..4)
+        )
+            .prop_map(|(id, form_id, fields)| {
+                let mut b = json!({"type": "form", "fields": fields, "submit_label": "Go"});
+                if let Some(id) = id {
+                    b["block_id"] = json!(id);
+                }
+                if let Some(f) = form_id {
+                    b["form_id"] = json!(f);
+                }
+                b
+            }),
+        any_json(),
+    ];
+    (
+        prop::collection::vec(block, 0..4),
+        proptest::option::of(".{0,8}"),
+    )
+        .prop_map(|(blocks, text)| {
+            let mut body = json!({"blocks": blocks});
+            if let Some(t) = text {
+                body["text"] = json!(t);
+            }
+            body
+        })
+}
