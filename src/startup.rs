@@ -55,9 +55,9 @@ pub async fn open_store(config: &Config, hub: Arc<Hub>) -> Result<Arc<dyn Store>
             SqliteStore::open(path, hub).map_err(|e| e.to_string())?,
         )),
         Database::Postgres(url) => Ok(Arc::new(
-            PostgresStore::connect(url, hub)
+            PostgresStore::open(url, hub, config.database_pool)
                 .await
-                .map_err(|e| format!("cannot open {url}: {e}"))?,
+                .map_err(|e| format!("cannot open the PostgreSQL database: {e}"))?,
         )),
     }
 }

@@ -5,13 +5,14 @@
 
 use std::sync::Arc;
 
-use sqlx::postgres::{PgPool, PgPoolOptions, PgRow};
+use sqlx::postgres::{PgPool, PgRow};
 use sqlx::{Postgres, Row, Transaction};
 
 use super::*;
 use crate::domain::inbox::{Interaction, NewInteraction};
 use crate::hub::{ApiEvent, Hub};
 
+pub mod connect;
 mod inbox;
 
 const MIGRATIONS: &[&str] = &[include_str!("../../migrations/postgres/0001_init.sql")];
@@ -28,12 +29,16 @@ fn backend(e: impl std::fmt::Display) -> StoreError {
 type Tx<'a> = Transaction<'a, Postgres>;
 
 impl PostgresStore {
+    /// Opens a pool of [`connect::DEFAULT_POOL`] connections.
     pub async fn connect(url: &str, hub: Arc<Hub>) -> StoreResult<Self> {
-        let pool = PgPoolOptions::new()
-            .max_connections(16)
-            .connect(url)
-            .await
-            .map_err(backend)?;
+        Self::open(url, hub, connect::DEFAULT_POOL).await
+    }
+
+    /// Opens a pool of `pool_size` connections on `url` (TLS as its
+    /// `sslmode` says) and brings the schema up to date.
+    pub async fn open(url: &str, hub: Arc<Hub>, pool_size: u32) -> StoreResult<Self> {
+        let opts = connect::options(url)?;
+        let pool = connect::pool(&opts, pool_size).await?;
         let store = Self { pool, hub };
         store.migrate().await?;
         Ok(store)

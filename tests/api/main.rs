@@ -9,5 +9,6 @@ mod delivery;
 mod inbox;
 mod pages;
 mod postgres;
+mod postgres_connect;
 mod responses;
 mod schemas;
