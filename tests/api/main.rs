@@ -10,5 +10,6 @@ mod inbox;
 mod pages;
 mod postgres;
 mod postgres_connect;
+mod postgres_wakeups;
 mod responses;
 mod schemas;
