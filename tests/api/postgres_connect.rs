@@ -170,3 +170,33 @@ async fn verify_full_checks_the_host_name() {
         "{err}"
     );
 }
+
+/// `--database-pool`: an instance opens no more connections than asked,
+/// plus the one it listens on, however many requests come at once.
+#[actix_web::test]
+async fn the_pool_holds_as_many_connections_as_configured() {
+    let url = fresh_postgres_database().await;
+    let u = url.clone();
+    let app = spawn_app_with(|c| {
+        c.database = Database::Postgres(u);
+        c.database_pool = 2;
+    })
+    .await;
+    let rx = Receiver::start().await;
+    let bot = app.create_bot(&rx.url).await;
+    let mut convs = Vec::new();
+    for _ in 0..8 {
+        let c = app.create_conv(&bot).await;
+        let m = app.buttons(&bot, &c, true).await;
+        convs.push((c, m["id"].as_str().unwrap().to_string()));
+    }
+    let codes = futures_util::future::join_all(
+        convs
+            .iter()
+            .map(|(c, m)| async { app.click(c, m, "b1", "approve").await.status() }),
+    )
+    .await;
+    assert!(codes.iter().all(|s| *s == 200), "{codes:?}");
+    let (all, _) = ssl_of_backends(&url).await;
+    assert!((1..=3).contains(&all), "{all} connections");
+}
