@@ -30,6 +30,11 @@ use crate::store::{InteractRequest, Interacted, StoreError, StoreResult, StreamE
 
 /// Most clicks in one transaction.
 const MAX_BATCH: usize = 256;
+/// Batches in flight at once: while one waits on the database the next
+/// forms and starts. They take their locks in the same order, so they
+/// queue behind each other on shared rows and never deadlock, and a later
+/// click of a conversation commits after an earlier one.
+const WORKERS: usize = 4;
 
 /// What a click produced, published by the caller once committed.
 pub struct Done {
@@ -55,7 +60,15 @@ pub type Single =
 impl Batcher {
     pub fn start(pool: PgPool, instance: Arc<str>, single: Single) -> Self {
         let (tx, rx) = mpsc::unbounded_channel();
-        tokio::spawn(run(pool, instance, single, rx));
+        let rx = Arc::new(tokio::sync::Mutex::new(rx));
+        for _ in 0..WORKERS {
+            tokio::spawn(run(
+                pool.clone(),
+                instance.clone(),
+                single.clone(),
+                rx.clone(),
+            ));
+        }
         Self { tx }
     }
 
@@ -73,16 +86,24 @@ async fn run(
     pool: PgPool,
     instance: Arc<str>,
     single: Single,
-    mut rx: mpsc::UnboundedReceiver<Job>,
+    rx: Arc<tokio::sync::Mutex<mpsc::UnboundedReceiver<Job>>>,
 ) {
-    while let Some(first) = rx.recv().await {
-        let mut jobs = vec![first];
-        while jobs.len() < MAX_BATCH {
-            match rx.try_recv() {
-                Ok(j) => jobs.push(j),
-                Err(_) => break,
+    loop {
+        // One worker takes what is queued; the others wait their turn.
+        let jobs = {
+            let mut rx = rx.lock().await;
+            let Some(first) = rx.recv().await else {
+                return;
+            };
+            let mut jobs = vec![first];
+            while jobs.len() < MAX_BATCH {
+                match rx.try_recv() {
+                    Ok(j) => jobs.push(j),
+                    Err(_) => break,
+                }
             }
-        }
+            jobs
+        };
         if jobs.len() == 1 {
             // Alone: the single path is as cheap and spawns no waiting.
             for j in jobs {
