@@ -12,7 +12,6 @@ use super::*;
 use crate::domain::inbox::{Interaction, NewInteraction};
 use crate::hub::{ApiEvent, Hub};
 
-mod batch;
 pub mod connect;
 mod inbox;
 pub mod notify;
@@ -25,7 +24,6 @@ pub struct PostgresStore {
     /// Names this instance in its notifications (see [`notify`]).
     instance: Arc<str>,
     _listening: Option<notify::Listening>,
-    clicks: batch::Batcher,
 }
 
 fn backend(e: impl std::fmt::Display) -> StoreError {
@@ -46,20 +44,11 @@ impl PostgresStore {
         let opts = connect::options(url)?;
         let pool = connect::pool(&opts, pool_size).await?;
         let instance: Arc<str> = uuid::Uuid::new_v4().simple().to_string().into();
-        let single: batch::Single = {
-            let (pool, instance) = (pool.clone(), instance.clone());
-            Arc::new(move |req| {
-                let (pool, instance) = (pool.clone(), instance.clone());
-                Box::pin(async move { interact_single(&pool, &instance, req).await })
-            })
-        };
-        let clicks = batch::Batcher::start(pool.clone(), instance.clone(), single);
         let mut store = Self {
             pool,
             hub,
             instance,
             _listening: None,
-            clicks,
         };
         store.migrate().await?;
         store._listening = Some(
@@ -78,69 +67,25 @@ impl PostgresStore {
     /// entries, its inbox changes, and whether a delivery may be due.
     async fn commit(
         &self,
-        tx: Tx<'_>,
+        mut tx: Tx<'_>,
         stream: &[StreamEvent],
         api: &[ApiEvent],
         due: bool,
     ) -> StoreResult<()> {
-        commit_with(tx, &self.instance, stream, api, due).await
+        let mut notes = notify::Notes::default();
+        for e in stream {
+            notes.stream(&self.instance, e);
+        }
+        for e in api {
+            notes.api(&self.instance, e);
+        }
+        if due {
+            notes.due(&self.instance);
+        }
+        notes.send(&mut tx).await?;
+        tx.commit().await.map_err(backend)
     }
-}
 
-/// Commits `tx` with the notifications of what it changed (see
-/// [`PostgresStore::commit`]).
-async fn commit_with(
-    mut tx: Tx<'_>,
-    instance: &str,
-    stream: &[StreamEvent],
-    api: &[ApiEvent],
-    due: bool,
-) -> StoreResult<()> {
-    let mut notes = notify::Notes::default();
-    for e in stream {
-        notes.stream(instance, e);
-    }
-    for e in api {
-        notes.api(instance, e);
-    }
-    if due {
-        notes.due(instance);
-    }
-    notes.send(&mut tx).await?;
-    tx.commit().await.map_err(backend)
-}
-
-/// One click in a transaction of its own.
-async fn interact_single(
-    pool: &PgPool,
-    instance: &str,
-    req: InteractRequest,
-) -> StoreResult<batch::Done> {
-    let mut tx = pool.begin().await.map_err(backend)?;
-    let msg = load_message_for_update(&mut tx, &req.message_id).await?;
-    if msg.conversation_id != req.conversation_id {
-        return Err(StoreError::NotFound);
-    }
-    let fx = inbox::apply(
-        &mut tx,
-        msg,
-        &req.action,
-        &req.user,
-        &req.event_id,
-        &req.response_url,
-        req.now_ms,
-        req.interactive_window_ms,
-    )
-    .await?;
-    commit_with(tx, instance, &fx.stream, &fx.api, true).await?;
-    Ok(batch::Done {
-        out: fx.out,
-        stream: fx.stream,
-        api: fx.api,
-    })
-}
-
-impl PostgresStore {
     async fn migrate(&self) -> StoreResult<()> {
         let mut tx = self.pool.begin().await.map_err(backend)?;
         // One migrator at a time across instances.
@@ -844,11 +789,27 @@ impl Store for PostgresStore {
 
     fn interact(&self, req: InteractRequest) -> BoxFut<'_, StoreResult<Interacted>> {
         Box::pin(async move {
-            let done = self.clicks.interact(req).await?;
-            self.hub.publish(done.stream);
-            self.hub.publish_api(done.api);
+            let mut tx = self.pool.begin().await.map_err(backend)?;
+            let msg = load_message_for_update(&mut tx, &req.message_id).await?;
+            if msg.conversation_id != req.conversation_id {
+                return Err(StoreError::NotFound);
+            }
+            let fx = inbox::apply(
+                &mut tx,
+                msg,
+                &req.action,
+                &req.user,
+                &req.event_id,
+                &req.response_url,
+                req.now_ms,
+                req.interactive_window_ms,
+            )
+            .await?;
+            self.commit(tx, &fx.stream, &fx.api, true).await?;
+            self.hub.publish(fx.stream);
+            self.hub.publish_api(fx.api);
             self.hub.new_events.notify_one();
-            Ok(done.out)
+            Ok(fx.out)
         })
     }
 

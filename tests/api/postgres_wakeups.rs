@@ -201,11 +201,7 @@ async fn the_api_stream_on_b_sees_an_interaction_answered_on_a() {
 /// the events A commits next are claimed by B, each at once.
 #[actix_web::test]
 async fn a_head_event_committed_on_a_busy_instance_is_claimed_by_the_other() {
-    // One slot, and time enough for the slow delivery not to time out.
-    let one_slot = |c: &mut Config| {
-        c.endpoint_concurrency = 1;
-        c.delivery_timeout = Duration::from_secs(30);
-    };
+    let one_slot = |c: &mut Config| c.endpoint_concurrency = 1;
     let url = fresh_postgres_database().await;
     let u = url.clone();
     let a = spawn_app_with(move |c| {
