@@ -49,6 +49,10 @@ pub struct ServeArgs {
         default_value = "sqlite://blockhook.db"
     )]
     pub database: String,
+    /// Connections to PostgreSQL per instance (with several instances the
+    /// server must allow their sum; docs/DEPLOYMENT.md).
+    #[arg(long, env = "BLOCKHOOK_DATABASE_POOL", default_value_t = crate::store::postgres::connect::DEFAULT_POOL)]
+    pub database_pool: u32,
     /// Base of every response_url (default `http://{addr}`).
     #[arg(long, env = "BLOCKHOOK_PUBLIC_URL")]
     pub public_url: Option<String>,
@@ -142,6 +146,7 @@ impl ServeArgs {
 pub struct Config {
     pub addr: String,
     pub database: Database,
+    pub database_pool: u32,
     pub public_url: Option<String>,
     pub admin_token: Option<String>,
     pub allow_private_webhooks: bool,
@@ -291,12 +296,16 @@ impl TryFrom<ServeArgs> for Config {
                 redact_url(&a.database)
             ));
         };
+        if a.database_pool == 0 {
+            return Err("--database-pool must be at least 1".into());
+        }
         if a.retry_max_attempts == 0 {
             return Err("--retry-max-attempts must be at least 1".into());
         }
         Ok(Config {
             addr: a.addr,
             database,
+            database_pool: a.database_pool,
             public_url: a.public_url.map(|u| u.trim_end_matches('/').to_string()),
             admin_token: a.admin_token,
             allow_private_webhooks: a.allow_private_webhooks,

@@ -55,15 +55,17 @@ pub async fn open_store(config: &Config, hub: Arc<Hub>) -> Result<Arc<dyn Store>
         Database::Sqlite(path) => Ok(Arc::new(
             SqliteStore::open(path, hub).map_err(|e| e.to_string())?,
         )),
-        Database::Postgres(url) => Ok(Arc::new(PostgresStore::connect(url, hub).await.map_err(
-            |e| {
-                format!(
-                    "cannot open {}: {}",
-                    config.database.redacted(),
-                    crate::config::redact_in(&e.to_string(), url)
-                )
-            },
-        )?)),
+        Database::Postgres(url) => Ok(Arc::new(
+            PostgresStore::open(url, hub, config.database_pool)
+                .await
+                .map_err(|e| {
+                    format!(
+                        "cannot open {}: {}",
+                        config.database.redacted(),
+                        crate::config::redact_in(&e.to_string(), url)
+                    )
+                })?,
+        )),
     }
 }
 

@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use sqlx::postgres::{PgPool, PgPoolOptions, PgRow};
+use sqlx::postgres::{PgPool, PgRow};
 use sqlx::{Postgres, Row, Transaction};
 
 use super::*;
@@ -15,9 +15,11 @@ use crate::domain::origins::AllowedOrigins;
 use crate::hub::{ApiEvent, Hub};
 
 mod attachments;
+pub mod connect;
 mod dashboard;
 mod inbox;
 mod lifecycle;
+pub mod notify;
 
 const MIGRATIONS: &[&str] = &[
     include_str!("../../migrations/postgres/0001_init.sql"),
@@ -30,6 +32,9 @@ const MIGRATIONS: &[&str] = &[
 pub struct PostgresStore {
     pool: PgPool,
     hub: Arc<Hub>,
+    /// Names this instance in its notifications (see [`notify`]).
+    instance: Arc<str>,
+    _listening: Option<notify::Listening>,
 }
 
 fn backend(e: impl std::fmt::Display) -> StoreError {
@@ -39,15 +44,57 @@ fn backend(e: impl std::fmt::Display) -> StoreError {
 type Tx<'a> = Transaction<'a, Postgres>;
 
 impl PostgresStore {
+    /// Opens a pool of [`connect::DEFAULT_POOL`] connections.
     pub async fn connect(url: &str, hub: Arc<Hub>) -> StoreResult<Self> {
-        let pool = PgPoolOptions::new()
-            .max_connections(16)
-            .connect(url)
-            .await
-            .map_err(backend)?;
-        let store = Self { pool, hub };
+        Self::open(url, hub, connect::DEFAULT_POOL).await
+    }
+
+    /// Opens a pool of `pool_size` connections on `url` (TLS as its
+    /// `sslmode` says) and brings the schema up to date.
+    pub async fn open(url: &str, hub: Arc<Hub>, pool_size: u32) -> StoreResult<Self> {
+        let opts = connect::options(url)?;
+        let pool = connect::pool(&opts, pool_size).await?;
+        let instance: Arc<str> = uuid::Uuid::new_v4().simple().to_string().into();
+        let mut store = Self {
+            pool,
+            hub,
+            instance,
+            _listening: None,
+        };
         store.migrate().await?;
+        store._listening = Some(
+            notify::listen(
+                &opts,
+                store.pool.clone(),
+                store.hub.clone(),
+                store.instance.clone(),
+            )
+            .await?,
+        );
         Ok(store)
+    }
+
+    /// Commits `tx` with the notifications of what it changed: its stream
+    /// entries, its inbox changes, and whether a delivery may be due.
+    async fn commit(
+        &self,
+        mut tx: Tx<'_>,
+        stream: &[StreamEvent],
+        api: &[ApiEvent],
+        due: bool,
+    ) -> StoreResult<()> {
+        let mut notes = notify::Notes::default();
+        for e in stream {
+            notes.stream(&self.instance, e);
+        }
+        for e in api {
+            notes.api(&self.instance, e);
+        }
+        if due {
+            notes.due(&self.instance);
+        }
+        notes.send(&mut tx).await?;
+        tx.commit().await.map_err(backend)
     }
 
     async fn migrate(&self) -> StoreResult<()> {
@@ -544,6 +591,11 @@ impl Store for PostgresStore {
             }
             if !b.endpoint_disabled {
                 self.hub.new_events.notify_one();
+                let mut notes = notify::Notes::default();
+                notes.due(&self.instance);
+                let mut tx = self.pool.begin().await.map_err(backend)?;
+                notes.send(&mut tx).await?;
+                tx.commit().await.map_err(backend)?;
             }
             Ok(())
         })
@@ -668,7 +720,7 @@ impl Store for PostgresStore {
                     );
                 }
             }
-            tx.commit().await.map_err(backend)?;
+            self.commit(tx, &out, &api, false).await?;
             self.hub.publish(out);
             self.hub.publish_api(api);
             Ok(())
@@ -705,7 +757,8 @@ impl Store for PostgresStore {
                 message_json(&msg),
             )
             .await?;
-            tx.commit().await.map_err(backend)?;
+            self.commit(tx, std::slice::from_ref(&entry), &api, event.is_some())
+                .await?;
             self.hub.publish(vec![entry]);
             self.hub.publish_api(api);
             if event.is_some() {
@@ -801,7 +854,7 @@ impl Store for PostgresStore {
                 None,
             )
             .await?;
-            tx.commit().await.map_err(backend)?;
+            self.commit(tx, &fx.stream, &fx.api, true).await?;
             self.hub.publish(fx.stream);
             self.hub.publish_api(fx.api);
             self.hub.new_events.notify_one();
@@ -916,7 +969,7 @@ impl Store for PostgresStore {
                 .execute(&mut *tx)
                 .await
                 .map_err(backend)?;
-            tx.commit().await.map_err(backend)?;
+            self.commit(tx, &fx.stream, &fx.api, true).await?;
             self.hub.publish(fx.stream);
             self.hub.publish_api(fx.api);
             self.hub.new_events.notify_one();
@@ -935,7 +988,7 @@ impl Store for PostgresStore {
         Box::pin(async move {
             let mut tx = self.pool.begin().await.map_err(backend)?;
             let (i, stream, api) = inbox::close(&mut tx, &id, status, reason, now_ms).await?;
-            tx.commit().await.map_err(backend)?;
+            self.commit(tx, &stream, &api, false).await?;
             self.hub.publish(stream);
             self.hub.publish_api(api);
             Ok(i)
@@ -1073,7 +1126,7 @@ impl Store for PostgresStore {
                 .await
                 .map_err(backend)?;
             }
-            tx.commit().await.map_err(backend)?;
+            self.commit(tx, &entries, &api, false).await?;
             self.hub.publish(entries);
             self.hub.publish_api(api);
             Ok(ReplyOutcome::Applied(result))
@@ -1121,7 +1174,8 @@ impl Store for PostgresStore {
         Box::pin(async move {
             let mut tx = self.pool.begin().await.map_err(backend)?;
             let e = append_stream(&mut tx, &cid, &kind, data).await?;
-            tx.commit().await.map_err(backend)?;
+            self.commit(tx, std::slice::from_ref(&e), &[], false)
+                .await?;
             self.hub.publish(vec![e.clone()]);
             Ok(e)
         })
@@ -1186,7 +1240,7 @@ impl Store for PostgresStore {
                 }
                 promoted
             };
-            tx.commit().await.map_err(backend)?;
+            self.commit(tx, &[], &[], promoted).await?;
             if promoted {
                 self.hub.new_events.notify_one();
             }
@@ -1351,7 +1405,7 @@ impl Store for PostgresStore {
                 .await
                 .map_err(backend)?;
             }
-            tx.commit().await.map_err(backend)?;
+            self.commit(tx, &[], &[], true).await?;
             self.hub.new_events.notify_one();
             Ok(())
         })

@@ -13,6 +13,8 @@ mod lifecycle;
 mod newcomer;
 mod pages;
 mod postgres;
+mod postgres_connect;
+mod postgres_wakeups;
 mod public;
 mod responses;
 mod schemas;

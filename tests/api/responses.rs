@@ -1,7 +1,7 @@
 //! response_url replies (every mode, limits, expiry, tampering, webhook reply
 //! bodies) and the live widget stream, over real HTTP.
 
-mod sse;
+pub mod sse;
 
 use std::time::{Duration, Instant};
 

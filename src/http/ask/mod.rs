@@ -43,6 +43,8 @@ struct Waiter {
     rx: broadcast::Receiver<ApiEvent>,
     deadline: tokio::time::Instant,
     done: bool,
+    /// The store is shared with other instances.
+    shared: bool,
 }
 
 impl Drop for Waiter {
@@ -83,7 +85,17 @@ impl Waiter {
                     Err(_) => json!({"answer": "expired"}),
                 })
             }
-            _ = tick => None,
+            _ = tick => {
+                // Several instances (PostgreSQL): their notifications wake
+                // this waiter; reading the interaction at each keep-alive is
+                // the safety net should one be missed.
+                if !self.shared {
+                    return None;
+                }
+                let i = self.st.store.get_interaction(&self.chatbot_id, &self.interaction_id).await.ok()?;
+                let now = self.st.now_ms();
+                (i.status_at(now) != "pending").then(|| outcome(&i.to_json(now)))
+            }
         }
     }
 }
@@ -183,6 +195,7 @@ async fn ask(
         rx,
         deadline: tokio::time::Instant::now() + q.timeout,
         done: false,
+        shared: st.store.shared(),
     };
     let body = futures_util::stream::unfold(Some(waiter), |w| async move {
         let mut w = w?;

@@ -1,0 +1,401 @@
+//! Instances that hear each other: every transaction that commits a stream
+//! entry, an inbox change or a delivery that may be claimed says so with
+//! `NOTIFY` in the same transaction (PostgreSQL delivers it on commit, and
+//! never for a rollback). Each instance `LISTEN`s on one connection of its
+//! own and raises the same in-process signals ([`Hub`]) as its own commits
+//! do, so claim loops, ask waiters, widget streams and `/api/v1/stream`
+//! wake within milliseconds whichever instance committed. Polls remain as
+//! a safety net only.
+//!
+//! A payload is one line of tab-separated fields, the committing instance
+//! first (an instance skips its own):
+//! `{instance}\te` (a delivery may be due),
+//! `{instance}\ts\t{conversation}\t{seq}\t{kind}\t{data}` (a stream entry),
+//! `{instance}\ta\t{chatbot}\t{interaction}\t{kind}\t{data}` (an inbox
+//! change). `kind` and `data` are left empty when they would make the
+//! payload longer than PostgreSQL takes; the listener then reads the row.
+//! JSON text never holds a raw tab, so `data` is the rest of the line.
+//!
+//! A lost listening connection may have missed notifications: once it is
+//! back, the listener wakes the claim loops and re-reads the inbox changes
+//! since a little before the loss (widget streams re-read the store on
+//! their own safety-net poll, ask waiters on theirs).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use sqlx::postgres::{PgConnectOptions, PgListener, PgPool, PgPoolOptions};
+use sqlx::{Postgres, Row, Transaction};
+
+use super::{backend, inbox};
+use crate::hub::{ApiEvent, Hub};
+use crate::store::{StoreResult, StreamEvent};
+
+pub const CHANNEL: &str = "blockhook";
+/// PostgreSQL refuses payloads of 8000 bytes or more.
+const MAX_PAYLOAD: usize = 7900;
+/// How far before a lost connection the inbox is re-read (commits in
+/// flight when it was lost).
+const RESYNC_MARGIN_MS: i64 = 5_000;
+
+/// The payloads a transaction sends on commit.
+#[derive(Default)]
+pub struct Notes {
+    payloads: Vec<String>,
+    due: bool,
+}
+
+impl Notes {
+    pub fn stream(&mut self, instance: &str, e: &StreamEvent) {
+        self.payloads.push(line(
+            instance,
+            's',
+            &e.conversation_id,
+            &e.seq.to_string(),
+            &e.kind,
+            &e.data,
+        ));
+    }
+
+    pub fn api(&mut self, instance: &str, e: &ApiEvent) {
+        self.payloads.push(line(
+            instance,
+            'a',
+            &e.chatbot_id,
+            &e.interaction_id,
+            e.kind,
+            &e.data.to_string(),
+        ));
+    }
+
+    /// A delivery may have become due (a new event, a new head, a
+    /// redelivery, an endpoint enabled again).
+    pub fn due(&mut self, instance: &str) {
+        if !self.due {
+            self.due = true;
+            self.payloads.push(format!("{instance}\te"));
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.payloads.is_empty()
+    }
+
+    /// Queues the notifications in the transaction (sent on its commit).
+    pub async fn send(&self, tx: &mut Transaction<'_, Postgres>) -> StoreResult<()> {
+        if self.payloads.is_empty() {
+            return Ok(());
+        }
+        sqlx::query("SELECT pg_notify($1, p) FROM unnest($2::text[]) AS p")
+            .bind(CHANNEL)
+            .bind(&self.payloads)
+            .execute(&mut **tx)
+            .await
+            .map_err(backend)?;
+        Ok(())
+    }
+}
+
+fn line(instance: &str, tag: char, a: &str, b: &str, kind: &str, data: &str) -> String {
+    let full = format!("{instance}\t{tag}\t{a}\t{b}\t{kind}\t{data}");
+    if full.len() <= MAX_PAYLOAD {
+        full
+    } else {
+        format!("{instance}\t{tag}\t{a}\t{b}\t\t")
+    }
+}
+
+/// What one notification asks of this instance.
+#[derive(Debug, PartialEq)]
+enum Heard<'a> {
+    Due,
+    Stream {
+        conversation: &'a str,
+        seq: i64,
+        entry: Option<(&'a str, &'a str)>,
+    },
+    Api {
+        chatbot: &'a str,
+        interaction: &'a str,
+        event: Option<(&'a str, &'a str)>,
+    },
+}
+
+/// Parses a payload; `None` for this instance's own or one not understood.
+fn parse<'a>(own: &str, payload: &'a str) -> Option<Heard<'a>> {
+    let mut f = payload.splitn(6, '\t');
+    if f.next()? == own {
+        return None;
+    }
+    let tag = f.next()?;
+    if tag == "e" {
+        return Some(Heard::Due);
+    }
+    let (a, b) = (f.next()?, f.next()?);
+    let (kind, data) = (f.next().unwrap_or(""), f.next().unwrap_or(""));
+    let inline = (!kind.is_empty()).then_some((kind, data));
+    match tag {
+        "s" => Some(Heard::Stream {
+            conversation: a,
+            seq: b.parse().ok()?,
+            entry: inline,
+        }),
+        "a" => Some(Heard::Api {
+            chatbot: a,
+            interaction: b,
+            event: inline,
+        }),
+        _ => None,
+    }
+}
+
+/// The kind of API stream entry an interaction's status stands for.
+fn api_kind(status: &str) -> &'static str {
+    match status {
+        "answered" => "interaction.answered",
+        "expired" => "interaction.expired",
+        "cancelled" => "interaction.cancelled",
+        _ => "interaction.created",
+    }
+}
+
+/// The listening task, stopped when the store is dropped.
+pub struct Listening(tokio::task::AbortHandle);
+
+impl Drop for Listening {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// Listens on a connection of its own (outside the store's pool), once
+/// listening before this returns: what commits afterwards is heard.
+pub async fn listen(
+    opts: &PgConnectOptions,
+    pool: PgPool,
+    hub: Arc<Hub>,
+    instance: Arc<str>,
+) -> StoreResult<Listening> {
+    let own = PgPoolOptions::new()
+        .max_connections(1)
+        .connect_lazy_with(opts.clone().application_name("blockhook listener"));
+    let listener = subscribe(&own).await?;
+    let task = tokio::spawn(run(own, listener, pool, hub, instance));
+    Ok(Listening(task.abort_handle()))
+}
+
+async fn subscribe(own: &PgPool) -> StoreResult<PgListener> {
+    let mut l = PgListener::connect_with(own).await.map_err(backend)?;
+    l.listen(CHANNEL).await.map_err(backend)?;
+    Ok(l)
+}
+
+async fn run(own: PgPool, mut listener: PgListener, pool: PgPool, hub: Arc<Hub>, me: Arc<str>) {
+    loop {
+        match listener.try_recv().await {
+            Ok(Some(n)) => {
+                if let Some(h) = parse(&me, n.payload()) {
+                    heard(&pool, &hub, h).await;
+                }
+            }
+            // Lost, and listening again (sqlx reconnects before saying so).
+            Ok(None) => {
+                tracing::warn!("the listening connection to PostgreSQL was lost; listening again");
+                resync(&pool, &hub, crate::domain::time::now_ms()).await;
+            }
+            Err(e) => {
+                let lost_at = crate::domain::time::now_ms();
+                tracing::warn!(error = %e, "the listening connection to PostgreSQL failed");
+                listener = loop {
+                    tokio::time::sleep(Duration::from_millis(500)).await;
+                    match subscribe(&own).await {
+                        Ok(l) => break l,
+                        Err(e) => tracing::warn!(error = %e, "cannot listen on PostgreSQL yet"),
+                    }
+                };
+                resync(&pool, &hub, lost_at).await;
+            }
+        }
+    }
+}
+
+/// Raises the in-process signal a notification stands for, reading the row
+/// when the payload could not hold it.
+async fn heard(pool: &PgPool, hub: &Hub, h: Heard<'_>) {
+    match h {
+        Heard::Due => hub.new_events.notify_one(),
+        Heard::Stream {
+            conversation,
+            seq,
+            entry,
+        } => {
+            if hub.stream.receiver_count() == 0 {
+                return;
+            }
+            let e = match entry {
+                Some((kind, data)) => StreamEvent {
+                    seq,
+                    conversation_id: conversation.to_string(),
+                    kind: kind.to_string(),
+                    data: data.to_string(),
+                },
+                None => match stream_entry(pool, conversation, seq).await {
+                    Some(e) => e,
+                    None => return,
+                },
+            };
+            let _ = hub.stream.send(e);
+        }
+        Heard::Api {
+            chatbot,
+            interaction,
+            event,
+        } => {
+            if hub.api.receiver_count() == 0 {
+                return;
+            }
+            let inline = event.and_then(|(kind, data)| {
+                let data = serde_json::from_str(data).ok()?;
+                Some((api_kind_of(kind)?, data))
+            });
+            let (kind, data) = match inline {
+                Some(x) => x,
+                None => {
+                    let Some(i) = interaction_row(pool, chatbot, interaction).await else {
+                        return;
+                    };
+                    let now = crate::domain::time::now_ms();
+                    (api_kind(i.status_at(now)), i.to_json(now))
+                }
+            };
+            let _ = hub.api.send(ApiEvent {
+                chatbot_id: chatbot.to_string(),
+                interaction_id: interaction.to_string(),
+                kind,
+                data,
+            });
+        }
+    }
+}
+
+fn api_kind_of(kind: &str) -> Option<&'static str> {
+    [
+        "interaction.created",
+        "interaction.answered",
+        "interaction.expired",
+        "interaction.cancelled",
+    ]
+    .into_iter()
+    .find(|k| *k == kind)
+}
+
+async fn stream_entry(pool: &PgPool, conversation: &str, seq: i64) -> Option<StreamEvent> {
+    let r =
+        sqlx::query("SELECT kind, data FROM stream_events WHERE conversation_id = $1 AND seq = $2")
+            .bind(conversation)
+            .bind(seq)
+            .fetch_optional(pool)
+            .await
+            .ok()??;
+    Some(StreamEvent {
+        seq,
+        conversation_id: conversation.to_string(),
+        kind: r.try_get(0).ok()?,
+        data: r.try_get(1).ok()?,
+    })
+}
+
+async fn interaction_row(
+    pool: &PgPool,
+    chatbot: &str,
+    id: &str,
+) -> Option<crate::domain::inbox::Interaction> {
+    let r = sqlx::query(&format!(
+        "SELECT {} FROM interactions WHERE id = $1 AND chatbot_id = $2",
+        inbox::COLS
+    ))
+    .bind(id)
+    .bind(chatbot)
+    .fetch_optional(pool)
+    .await
+    .ok()??;
+    inbox::row(&r).ok()
+}
+
+/// After a loss: deliveries may be due, and the inbox changes since a
+/// little before `lost_at` are told again (a consumer of `/api/v1/stream`
+/// may see one twice; an ask waiter takes the first).
+async fn resync(pool: &PgPool, hub: &Hub, lost_at: i64) {
+    hub.new_events.notify_one();
+    if hub.api.receiver_count() == 0 {
+        return;
+    }
+    let rows = sqlx::query(&format!(
+        "SELECT {} FROM interactions WHERE updated_at >= $1 ORDER BY seq",
+        inbox::COLS
+    ))
+    .bind(lost_at - RESYNC_MARGIN_MS)
+    .fetch_all(pool)
+    .await;
+    let Ok(rows) = rows else {
+        return;
+    };
+    let now = crate::domain::time::now_ms();
+    for r in rows {
+        if let Ok(i) = inbox::row(&r) {
+            let _ = hub.api.send(ApiEvent {
+                chatbot_id: i.chatbot_id.clone(),
+                interaction_id: i.id.clone(),
+                kind: api_kind(i.status_at(now)),
+                data: i.to_json(now),
+            });
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn payloads_round_trip_and_own_ones_are_skipped() {
+        let mut n = Notes::default();
+        n.stream(
+            "i1",
+            &StreamEvent {
+                seq: 7,
+                conversation_id: "cnv_1".into(),
+                kind: "message.updated".into(),
+                data: "{\"a\":\"x\\ty\"}".into(),
+            },
+        );
+        n.due("i1");
+        n.due("i1");
+        assert_eq!(n.payloads.len(), 2, "one `due` per transaction");
+        assert_eq!(parse("i1", &n.payloads[0]), None);
+        assert_eq!(
+            parse("i2", &n.payloads[0]),
+            Some(Heard::Stream {
+                conversation: "cnv_1",
+                seq: 7,
+                entry: Some(("message.updated", "{\"a\":\"x\\ty\"}")),
+            })
+        );
+        assert_eq!(parse("i2", &n.payloads[1]), Some(Heard::Due));
+    }
+
+    #[test]
+    fn a_payload_too_long_names_the_row_only() {
+        let big = "x".repeat(MAX_PAYLOAD);
+        let p = line("i1", 'a', "bot_1", "int_1", "interaction.answered", &big);
+        assert!(p.len() < MAX_PAYLOAD);
+        assert_eq!(
+            parse("i2", &p),
+            Some(Heard::Api {
+                chatbot: "bot_1",
+                interaction: "int_1",
+                event: None,
+            })
+        );
+    }
+}

@@ -1,0 +1,202 @@
+//! TLS to PostgreSQL: the URL's `sslmode` and `sslrootcert` decide, and the
+//! server's own view (`pg_stat_ssl`) shows the connections encrypted. The
+//! local cluster serves Debian's snakeoil certificate (`CN=localhost`).
+
+use blockhook::config::Database;
+use sqlx::Connection;
+
+use crate::helpers::*;
+
+const SNAKEOIL: &str = "/etc/ssl/certs/ssl-cert-snakeoil.pem";
+
+/// `url` with `key=value` added to its query.
+fn with_param(url: &str, param: &str) -> String {
+    let sep = if url.contains('?') { '&' } else { '?' };
+    format!("{url}{sep}{param}")
+}
+
+/// `url` on host `localhost` (the name the snakeoil certificate is for).
+fn on_localhost(url: &str) -> String {
+    url.replace("@127.0.0.1:", "@localhost:")
+}
+
+/// The connections to `url`'s database as the server sees them: how many,
+/// and how many of them are encrypted.
+async fn ssl_of_backends(url: &str) -> (i64, i64) {
+    let path = url.split('?').next().unwrap_or_default();
+    let db = path.rsplit('/').next().unwrap_or_default().to_string();
+    let mut admin = sqlx::PgConnection::connect(&postgres_admin_url())
+        .await
+        .expect("admin connection");
+    sqlx::query_as(
+        "SELECT count(*), count(*) FILTER (WHERE s.ssl)
+         FROM pg_stat_activity a JOIN pg_stat_ssl s ON s.pid = a.pid WHERE a.datname = $1",
+    )
+    .bind(db)
+    .fetch_one(&mut admin)
+    .await
+    .expect("pg_stat_ssl")
+}
+
+async fn click_through(app: &TestApp) {
+    let mut rx = Receiver::start().await;
+    let bot = app.create_bot(&rx.url).await;
+    let conv = app.create_conv(&bot).await;
+    let msg = app.buttons(&bot, &conv, true).await;
+    let r = app
+        .click(&conv, msg["id"].as_str().unwrap(), "b1", "approve")
+        .await;
+    assert_eq!(r.status(), 200);
+    assert_eq!(
+        rx.take(1, std::time::Duration::from_secs(10)).await.len(),
+        1
+    );
+}
+
+/// `sslmode=require`: every connection of the instance is encrypted, and
+/// the app works over them.
+#[actix_web::test]
+async fn sslmode_require_encrypts_every_connection() {
+    let url = with_param(&fresh_postgres_database().await, "sslmode=require");
+    let u = url.clone();
+    let app = spawn_app_with(|c| c.database = Database::Postgres(u)).await;
+    click_through(&app).await;
+    let (all, encrypted) = ssl_of_backends(&url).await;
+    assert!(all > 0, "the instance holds connections");
+    assert_eq!(encrypted, all, "every connection is encrypted");
+}
+
+/// `sslmode=disable`: in the clear, as asked.
+#[actix_web::test]
+async fn sslmode_disable_stays_in_the_clear() {
+    let url = with_param(&fresh_postgres_database().await, "sslmode=disable");
+    let u = url.clone();
+    let app = spawn_app_with(|c| c.database = Database::Postgres(u)).await;
+    click_through(&app).await;
+    let (all, encrypted) = ssl_of_backends(&url).await;
+    assert!(all > 0);
+    assert_eq!(encrypted, 0);
+}
+
+/// The public roots (Debian's bundle), without the snakeoil certificate
+/// that Debian also keeps in the system's certificate folder.
+const PUBLIC_ROOTS: &str = "/etc/ssl/certs/ca-certificates.crt";
+
+/// `blockhook serve` on `url` trusting the public roots only, besides the
+/// URL's `sslrootcert` (`empty` is an empty folder, in place of the
+/// system's).
+fn serve_trusting(url: &str, empty: &std::path::Path) -> tokio::process::Command {
+    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_blockhook"));
+    cmd.args(["serve", "--addr", "127.0.0.1:0", "--database", url])
+        .env("BLOCKHOOK_ADMIN_TOKEN", ADMIN_TOKEN)
+        .env("SSL_CERT_FILE", PUBLIC_ROOTS)
+        .env("SSL_CERT_DIR", empty)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true);
+    cmd
+}
+
+/// `sslmode=verify-full` with the server's CA as `sslrootcert` and the
+/// certificate's host name: verified (no other root is trusted) and
+/// encrypted.
+#[actix_web::test]
+async fn verify_full_with_the_servers_ca_connects() {
+    use tokio::io::AsyncBufReadExt;
+    let url = with_param(
+        &on_localhost(&fresh_postgres_database().await),
+        &format!("sslmode=verify-full&sslrootcert={SNAKEOIL}"),
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = serve_trusting(&url, dir.path()).spawn().unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let mut lines = tokio::io::BufReader::new(stdout).lines();
+    let first = tokio::time::timeout(std::time::Duration::from_secs(30), lines.next_line())
+        .await
+        .expect("the server starts")
+        .unwrap()
+        .unwrap_or_default();
+    assert!(first.starts_with("blockhook listening"), "{first}");
+    let (all, encrypted) = ssl_of_backends(&url).await;
+    assert!(all > 0);
+    assert_eq!(encrypted, all);
+    child.kill().await.unwrap();
+}
+
+/// `sslmode=verify-full` with no root that trusts the server's self-signed
+/// certificate: the start fails, saying it was TLS and what to set, and
+/// without the password.
+#[actix_web::test]
+async fn verify_full_without_a_trusted_root_fails_clearly() {
+    let url = with_param(
+        &on_localhost(&fresh_postgres_database().await),
+        "sslmode=verify-full",
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let out = tokio::time::timeout(
+        std::time::Duration::from_secs(60),
+        serve_trusting(&url, dir.path()).output(),
+    )
+    .await
+    .expect("the start fails at once")
+    .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("TLS to PostgreSQL failed (sslmode=verify-full)"),
+        "{err}"
+    );
+    assert!(err.contains("sslrootcert"), "{err}");
+    assert!(!err.contains(":postgres@"), "no password in {err}");
+}
+
+/// `sslmode=verify-full` against a host name the certificate is not for.
+#[actix_web::test]
+async fn verify_full_checks_the_host_name() {
+    let url = with_param(
+        &fresh_postgres_database().await,
+        &format!("sslmode=verify-full&sslrootcert={SNAKEOIL}"),
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = test_config(&dir);
+    config.database = Database::Postgres(url);
+    let err = match blockhook::startup::Application::build(config).await {
+        Ok(_) => panic!("a certificate for another name must not be accepted"),
+        Err(e) => e,
+    };
+    assert!(
+        err.contains("TLS to PostgreSQL failed (sslmode=verify-full)"),
+        "{err}"
+    );
+}
+
+/// `--database-pool`: an instance opens no more connections than asked,
+/// plus the one it listens on, however many requests come at once.
+#[actix_web::test]
+async fn the_pool_holds_as_many_connections_as_configured() {
+    let url = fresh_postgres_database().await;
+    let u = url.clone();
+    let app = spawn_app_with(|c| {
+        c.database = Database::Postgres(u);
+        c.database_pool = 2;
+    })
+    .await;
+    let rx = Receiver::start().await;
+    let bot = app.create_bot(&rx.url).await;
+    let mut convs = Vec::new();
+    for _ in 0..8 {
+        let c = app.create_conv(&bot).await;
+        let m = app.buttons(&bot, &c, true).await;
+        convs.push((c, m["id"].as_str().unwrap().to_string()));
+    }
+    let codes = futures_util::future::join_all(
+        convs
+            .iter()
+            .map(|(c, m)| async { app.click(c, m, "b1", "approve").await.status() }),
+    )
+    .await;
+    assert!(codes.iter().all(|s| *s == 200), "{codes:?}");
+    let (all, _) = ssl_of_backends(&url).await;
+    assert!((1..=3).contains(&all), "{all} connections");
+}
