@@ -78,6 +78,16 @@ pub fn app(
         )
         .route("/openapi.json", web::get().to(ops::openapi_json))
         .default_service(web::to(ops::not_found))
+        // A NUL character (`%00`) in the path or query is refused before any
+        // handler or store sees it.
+        .wrap_fn(|req, srv| {
+            use actix_web::dev::Service;
+            use futures_util::future::{Either, ready};
+            match extract::nul_in_url(&req) {
+                Some(e) => Either::Left(ready(Err(e.into()))),
+                None => Either::Right(srv.call(req)),
+            }
+        })
         .wrap(actix_web::middleware::from_fn(access_log::log_request))
         .wrap(actix_web::middleware::from_fn(cors::widget_cors))
 }

@@ -1429,8 +1429,25 @@ impl Store for PostgresStore {
 
     fn enqueue_event(&self, event: NewEvent) -> BoxFut<'_, StoreResult<()>> {
         Box::pin(async move {
+            // An event of its own lane (`webhook.test`): no conversation row
+            // to lock, and it heads its lane at once.
             let mut tx = self.pool.begin().await.map_err(backend)?;
-            insert_event(&mut tx, &event).await?;
+            sqlx::query(
+                "INSERT INTO events (id, chatbot_id, conversation_id, type, payload, created_at, status, attempts, next_attempt_at, is_head)
+                 VALUES ($1, $2, $3, $4, $5, $6, 'pending', 0, $6, 1)",
+            )
+            .bind(&event.id)
+            .bind(&event.chatbot_id)
+            .bind(&event.conversation_id)
+            .bind(event.event_type)
+            .bind(&event.payload)
+            .bind(event.created_at)
+            .execute(&mut *tx)
+            .await
+            .map_err(backend)?;
+            let mut notes = notify::Notes::default();
+            notes.due(&self.instance);
+            notes.send(&mut tx).await?;
             tx.commit().await.map_err(backend)?;
             self.hub.new_events.notify_one();
             Ok(())
