@@ -158,14 +158,37 @@ async fn the_widget_links_a_questions_attachment_for_download() {
         .await;
     assert_eq!(r.status(), 202);
 
-    let dom = dump_dom(&widget_url(&app, &bot, &conv)).await;
-
+    let chrome = super::cdp::Chrome::launch().await;
+    let tab = chrome.open(&widget_url(&app, &bot, &conv), 1280, 900).await;
+    tab.bypass_csp_and_reload().await;
+    const LINK: &str =
+        "document.querySelector('[data-blockhook-widget]')?.shadowRoot?.querySelector('a.bh-file')";
+    // Fetched with the visitor token and linked as the downloaded bytes.
+    tab.wait_for(
+        &format!("{LINK}?.dataset.ready === 'true'"),
+        "the attachment's link, ready",
+    )
+    .await;
+    let dom: String = tab.eval(super::cdp::DUMP).await;
     assert!(dom.contains("Approve the report?"), "{dom}");
     assert!(dom.contains(r#"class="bh-file""#), "a file link:\n{dom}");
     assert!(dom.contains("report-q3.pdf"), "its name:\n{dom}");
     assert!(dom.contains("(2.9 KB)"), "its size:\n{dom}");
-    // Fetched with the visitor token and linked as the downloaded bytes.
     assert!(dom.contains(r#"href="blob:"#), "a blob: link:\n{dom}");
     assert!(dom.contains(r#"download="report-q3.pdf""#), "{dom}");
-    assert!(dom.contains(r#"data-ready="true""#), "{dom}");
+    // What the link downloads is the file that was asked with, byte for byte.
+    let downloaded: String = tab
+        .eval(&format!(
+            "(async () => {{ const b = new Uint8Array(await (await fetch({LINK}.href)).arrayBuffer()); \
+             let s = ''; for (const x of b) s += String.fromCharCode(x); return btoa(s); }})()"
+        ))
+        .await;
+    chrome.close().await;
+    assert_eq!(
+        base64::engine::general_purpose::STANDARD
+            .decode(downloaded)
+            .expect("base64"),
+        bytes,
+        "the link downloads the same bytes"
+    );
 }

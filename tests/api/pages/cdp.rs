@@ -90,6 +90,18 @@ impl Tab {
         serde_json::from_value(v).unwrap_or_else(|e| panic!("script result: {e}\n{js}"))
     }
 
+    /// Lets the test's own scripts read what the page's Content-Security-
+    /// Policy keeps from them (a `blob:` URL the page made), then loads the
+    /// page again.
+    pub async fn bypass_csp_and_reload(&self) {
+        use chromiumoxide::cdp::browser_protocol::page::SetBypassCspParams;
+        self.page
+            .execute(SetBypassCspParams::new(true))
+            .await
+            .expect("bypass CSP");
+        self.page.reload().await.expect("reload");
+    }
+
     /// Waits until `js` is truthy; fails with `what` and the page's state.
     pub async fn wait_for(&self, js: &str, what: &str) {
         let deadline = tokio::time::Instant::now() + PATIENCE;
