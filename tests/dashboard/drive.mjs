@@ -142,7 +142,9 @@ const scenarios = {
 
     // The latency chart, drawn once attempts exist.
     await page.evaluate(() => window.scrollTo(0, 0));
-    await page.waitForSelector("#latency-chart svg polyline.p90", { timeout: WAIT });
+    // Attached, not "visible": with equal latencies the line is flat, a box of
+    // no height, which the driver counts as hidden.
+    await page.waitForSelector("#latency-chart svg polyline.p90", { state: "attached", timeout: WAIT });
     out.chartLines = await page.locator("#latency-chart svg polyline").count();
     out.chartPoints = await page.locator("#latency-chart svg polyline.p50").getAttribute("points");
     await page.locator("#inbox .interaction summary.interaction-head").first().click();
