@@ -15,6 +15,7 @@ use crate::domain::origins::AllowedOrigins;
 use crate::hub::{ApiEvent, Hub};
 
 mod attachments;
+mod batch;
 pub mod connect;
 mod dashboard;
 mod inbox;
@@ -35,6 +36,8 @@ pub struct PostgresStore {
     /// Names this instance in its notifications (see [`notify`]).
     instance: Arc<str>,
     _listening: Option<notify::Listening>,
+    /// Group commit of clicks and submits (see [`batch`]).
+    clicks: batch::Batcher,
 }
 
 fn backend(e: impl std::fmt::Display) -> StoreError {
@@ -55,11 +58,14 @@ impl PostgresStore {
         let opts = connect::options(url)?;
         let pool = connect::pool(&opts, pool_size).await?;
         let instance: Arc<str> = uuid::Uuid::new_v4().simple().to_string().into();
+        let single = batch::single(pool.clone(), instance.clone());
+        let clicks = batch::Batcher::new(pool.clone(), instance.clone(), single);
         let mut store = Self {
             pool,
             hub,
             instance,
             _listening: None,
+            clicks,
         };
         store.migrate().await?;
         store._listening = Some(
@@ -837,28 +843,11 @@ impl Store for PostgresStore {
 
     fn interact(&self, req: InteractRequest) -> BoxFut<'_, StoreResult<Interacted>> {
         Box::pin(async move {
-            let mut tx = self.pool.begin().await.map_err(backend)?;
-            let msg = load_message_for_update(&mut tx, &req.message_id).await?;
-            if msg.conversation_id != req.conversation_id {
-                return Err(StoreError::NotFound);
-            }
-            let fx = inbox::apply(
-                &mut tx,
-                msg,
-                &req.action,
-                &req.user,
-                &req.event_id,
-                &req.response_url,
-                req.now_ms,
-                req.interactive_window_ms,
-                None,
-            )
-            .await?;
-            self.commit(tx, &fx.stream, &fx.api, true).await?;
-            self.hub.publish(fx.stream);
-            self.hub.publish_api(fx.api);
+            let done = self.clicks.interact(req).await?;
+            self.hub.publish(done.stream);
+            self.hub.publish_api(done.api);
             self.hub.new_events.notify_one();
-            Ok(fx.out)
+            Ok(done.out)
         })
     }
 

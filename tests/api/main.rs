@@ -13,6 +13,7 @@ mod lifecycle;
 mod newcomer;
 mod pages;
 mod postgres;
+mod postgres_batch;
 mod postgres_connect;
 mod postgres_wakeups;
 mod public;

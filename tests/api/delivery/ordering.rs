@@ -127,3 +127,50 @@ async fn a_redelivered_event_holds_back_the_next_click_of_its_conversation() {
     );
 }
 }
+
+store_test! {
+async fn clicks_of_many_conversations_at_once_arrive_once_each_in_their_conversations_order() {
+    let app = spawn_app_with(|_| {}).await;
+    let mut rx = Receiver::start().await;
+    let bot = app.create_bot(&rx.url).await;
+    let mut convs = Vec::new();
+    for _ in 0..8 {
+        let conv = app.create_conv(&bot).await;
+        let mid = reusable_buttons(&app, &bot, &conv).await;
+        convs.push((conv, mid));
+    }
+    // Each conversation clicks four times in a row, all eight at once:
+    // the store takes clicks of several conversations together.
+    futures_util::future::join_all(convs.iter().map(|(conv, mid)| {
+        let app = &app;
+        async move {
+            for _ in 0..4 {
+                click_ok(app, conv, mid).await;
+            }
+        }
+    }))
+    .await;
+    let got = rx.take(32, Duration::from_secs(20)).await;
+    assert_eq!(got.len(), 32, "every click delivered");
+    assert!(
+        rx.next(Duration::from_millis(300)).await.is_none(),
+        "nothing delivered twice"
+    );
+    let accepted = event_ids_in_order(&app, &bot).await;
+    for (conv, _) in &convs {
+        let delivered: Vec<String> = got
+            .iter()
+            .filter(|r| r.json()["conversation_id"] == conv.id.as_str())
+            .map(webhook_id)
+            .collect();
+        let conv_of: std::collections::HashSet<&String> = delivered.iter().collect();
+        let want: Vec<String> = accepted
+            .iter()
+            .filter(|id| conv_of.contains(id))
+            .cloned()
+            .collect();
+        assert_eq!(delivered.len(), 4, "four events of {}", conv.id);
+        assert_eq!(delivered, want, "{} in the order accepted", conv.id);
+    }
+}
+}

@@ -1,0 +1,559 @@
+//! Group commit for clicks and submits on PostgreSQL, as the SQLite writer
+//! does. No timer: a click that finds no batch running starts one at once
+//! (alone, it waits for nothing); the clicks that arrive while a batch runs
+//! queue, and the batch's task takes all of them into its next transaction
+//! when it has committed. Each transaction is one statement per step
+//! whatever the number of clicks, and one commit (`synchronous_commit` as
+//! the server has it: a click is answered only once its commit is durable).
+//!
+//! A batch runs on a task of the runtime of the click that started it (an
+//! HTTP worker's), not beside the delivery tasks.
+//!
+//! The decisions are the same as a lone click's
+//! ([`crate::domain::inbox::decide`]), made one after another in arrival
+//! order on the rows as locked, so first-click-wins and the order of a
+//! conversation's events hold within a batch, across batches and across
+//! instances. Lock order, as everywhere: the batch's messages (by
+//! conversation, then id), then their conversations (by id), then the
+//! messages' interactions. A batch that fails as a whole (a deadlock with
+//! another instance's, a lost connection) is run again one click per
+//! transaction, as is a click whose block is gone from its message (the
+//! rare `replaced` check, which reads closed interactions too).
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex};
+
+use sqlx::Row;
+use sqlx::postgres::PgPool;
+use tokio::sync::oneshot;
+
+use super::{Tx, backend, inbox, message_json, parse_message};
+use crate::domain::inbox as domain;
+use crate::domain::interact::Context;
+use crate::domain::model::Message;
+use crate::hub::ApiEvent;
+use crate::store::{BoxFut, InteractRequest, Interacted, StoreError, StoreResult, StreamEvent};
+
+/// Most clicks in one transaction.
+const MAX_BATCH: usize = 256;
+/// Batches in flight at once. While one waits for its commit to be
+/// flushed the next takes its locks and writes; they take their locks in
+/// the same order, so they queue behind each other on shared rows.
+const RUNNING: usize = 2;
+
+/// What a click produced, published by the caller once committed.
+pub struct Done {
+    pub out: Interacted,
+    pub stream: Vec<StreamEvent>,
+    pub api: Vec<ApiEvent>,
+}
+
+struct Job {
+    req: InteractRequest,
+    reply: oneshot::Sender<StoreResult<Done>>,
+}
+
+#[derive(Default)]
+struct Queue {
+    waiting: Vec<Job>,
+    running: usize,
+}
+
+/// Runs one click in a transaction of its own (`interact_single` in the store).
+pub type Single = Arc<dyn Fn(InteractRequest) -> BoxFut<'static, StoreResult<Done>> + Send + Sync>;
+
+/// The clicks of one instance.
+#[derive(Clone)]
+pub struct Batcher {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    queue: Mutex<Queue>,
+    pool: PgPool,
+    instance: Arc<str>,
+    single: Single,
+}
+
+impl Batcher {
+    pub fn new(pool: PgPool, instance: Arc<str>, single: Single) -> Self {
+        Self {
+            inner: Arc::new(Inner {
+                queue: Mutex::new(Queue::default()),
+                pool,
+                instance,
+                single,
+            }),
+        }
+    }
+
+    pub async fn interact(&self, req: InteractRequest) -> StoreResult<Done> {
+        let (reply, rx) = oneshot::channel();
+        let start = {
+            let mut q = self
+                .inner
+                .queue
+                .lock()
+                .map_err(|_| StoreError::Backend("the click queue is poisoned".into()))?;
+            q.waiting.push(Job { req, reply });
+            if q.running < RUNNING {
+                q.running += 1;
+                Some(take(&mut q))
+            } else {
+                None
+            }
+        };
+        if let Some(jobs) = start {
+            // A task of its own: a caller that goes away does not leave
+            // the clicks it took unanswered.
+            let inner = self.inner.clone();
+            tokio::spawn(async move { inner.run(jobs).await });
+        }
+        rx.await
+            .map_err(|_| StoreError::Backend("the click batch was dropped".into()))?
+    }
+}
+
+fn take(q: &mut Queue) -> Vec<Job> {
+    if q.waiting.len() <= MAX_BATCH {
+        std::mem::take(&mut q.waiting)
+    } else {
+        q.waiting.drain(..MAX_BATCH).collect()
+    }
+}
+
+impl Inner {
+    /// Runs batches until nothing is waiting.
+    async fn run(&self, mut jobs: Vec<Job>) {
+        loop {
+            self.batch(jobs).await;
+            let Ok(mut q) = self.queue.lock() else {
+                return;
+            };
+            if q.waiting.is_empty() {
+                q.running -= 1;
+                return;
+            }
+            jobs = take(&mut q);
+        }
+    }
+
+    async fn batch(&self, jobs: Vec<Job>) {
+        let reqs: Vec<&InteractRequest> = jobs.iter().map(|j| &j.req).collect();
+        match apply_set(&self.pool, &self.instance, &reqs).await {
+            Ok(results) => {
+                let mut later = Vec::new();
+                for (job, r) in jobs.into_iter().zip(results) {
+                    match r {
+                        Some(r) => {
+                            let _ = job.reply.send(r);
+                        }
+                        None => later.push(job),
+                    }
+                }
+                for job in later {
+                    let _ = job.reply.send((self.single)(job.req).await);
+                }
+            }
+            Err(e) => {
+                tracing::debug!(error = %e, clicks = jobs.len(), "a click batch failed; one by one");
+                for job in jobs {
+                    let _ = job.reply.send((self.single)(job.req).await);
+                }
+            }
+        }
+    }
+}
+
+/// Context of one conversation, read under its lock.
+struct ConvCtx {
+    chatbot_id: String,
+    retention_ms: i64,
+    created_at: i64,
+    taken_over: bool,
+}
+
+/// A decided click, its writes still to do.
+struct Decision {
+    job: usize,
+    message_id: String,
+    conversation_id: String,
+    chatbot_id: String,
+    event_id: String,
+    event_type: &'static str,
+    payload: Vec<u8>,
+    created_at: i64,
+    /// The message after this click, when the click changed it.
+    changed: Option<String>,
+    answered: Option<ApiEvent>,
+}
+
+type Results = Vec<Option<StoreResult<Done>>>;
+
+/// Applies the clicks in one transaction. Per click: `Some(result)`, or
+/// `None` for one to run on its own afterwards.
+async fn apply_set(
+    pool: &PgPool,
+    instance: &str,
+    reqs: &[&InteractRequest],
+) -> StoreResult<Results> {
+    let mut tx = pool.begin().await.map_err(backend)?;
+    let mut ids: Vec<&str> = reqs.iter().map(|r| r.message_id.as_str()).collect();
+    ids.sort_unstable();
+    ids.dedup();
+    let mut messages = lock_messages(&mut tx, &ids).await?;
+    let mut convs: Vec<&str> = messages
+        .values()
+        .map(|m| m.conversation_id.as_str())
+        .collect();
+    convs.sort_unstable();
+    convs.dedup();
+    let ctx = lock_conversations(&mut tx, &convs).await?;
+    let mut interactions = pending_interactions(&mut tx, &ids).await?;
+
+    let mut results: Results = (0..reqs.len()).map(|_| None).collect();
+    let mut decisions = Vec::new();
+    let mut outs: HashMap<usize, Interacted> = HashMap::new();
+    for (k, req) in reqs.iter().enumerate() {
+        let Some(msg) = messages.get_mut(&req.message_id) else {
+            results[k] = Some(Err(StoreError::NotFound));
+            continue;
+        };
+        if msg.conversation_id != req.conversation_id {
+            results[k] = Some(Err(StoreError::NotFound));
+            continue;
+        }
+        if domain::block_gone(msg, &req.action) {
+            continue; // on its own, after this batch
+        }
+        let Some(c) = ctx.get(&msg.conversation_id) else {
+            results[k] = Some(Err(StoreError::NotFound));
+            continue;
+        };
+        let list = interactions.entry(msg.id.clone()).or_default();
+        let context = Context {
+            now_ms: req.now_ms,
+            interactive_window_ms: req.interactive_window_ms,
+            retention_ms: c.retention_ms,
+            conversation_created_ms: c.created_at,
+            taken_over: c.taken_over,
+            chatbot_id: &c.chatbot_id,
+            user: &req.user,
+            event_id: &req.event_id,
+            response_url: &req.response_url,
+            allow_comment: false,
+            require_one_checked: false,
+            answer: None,
+        };
+        // Decided on copies: a refused click leaves the message and its
+        // interactions as they were.
+        let mut after = msg.clone();
+        let mut list_after = list.clone();
+        let d = match domain::decide(&mut list_after, &mut after, &req.action, context) {
+            Ok(d) => d,
+            Err(e) => {
+                results[k] = Some(Err(StoreError::from(e)));
+                continue;
+            }
+        };
+        *msg = after;
+        *list = list_after;
+        let answered = d.answered.as_ref().map(|i| ApiEvent {
+            chatbot_id: c.chatbot_id.clone(),
+            interaction_id: i.id.clone(),
+            kind: "interaction.answered",
+            data: i.to_json(req.now_ms),
+        });
+        decisions.push(Decision {
+            job: k,
+            message_id: msg.id.clone(),
+            conversation_id: msg.conversation_id.clone(),
+            chatbot_id: c.chatbot_id.clone(),
+            event_id: req.event_id.clone(),
+            event_type: d.accepted.event_type,
+            payload: d.accepted.payload,
+            created_at: req.now_ms,
+            changed: d.changed.then(|| message_json(msg)),
+            answered,
+        });
+        let typing = msg.typing_on_interaction;
+        outs.insert(
+            k,
+            Interacted {
+                message: msg.clone(),
+                typing,
+                json: None,
+            },
+        );
+    }
+    if decisions.is_empty() {
+        tx.rollback().await.map_err(backend)?;
+        return Ok(results);
+    }
+
+    let seqs = write(&mut tx, &interactions, &messages, &decisions).await?;
+
+    let mut notes = super::notify::Notes::default();
+    notes.due(instance);
+    let mut done: Vec<(usize, Done)> = Vec::with_capacity(decisions.len());
+    let mut seqs = seqs.into_iter();
+    for d in decisions {
+        let mut stream = Vec::new();
+        if let Some(data) = d.changed {
+            let seq = seqs
+                .next()
+                .ok_or_else(|| backend("stream entries missing"))?;
+            let e = StreamEvent {
+                seq,
+                conversation_id: d.conversation_id.clone(),
+                kind: "message.updated".into(),
+                data,
+            };
+            notes.stream(instance, &e);
+            stream.push(e);
+        }
+        let api: Vec<ApiEvent> = d.answered.into_iter().collect();
+        for a in &api {
+            notes.api(instance, a);
+        }
+        let out = outs
+            .remove(&d.job)
+            .ok_or_else(|| backend("click result missing"))?;
+        done.push((d.job, Done { out, stream, api }));
+    }
+    notes.send(&mut tx).await?;
+    tx.commit().await.map_err(backend)?;
+    for (k, d) in done {
+        results[k] = Some(Ok(d));
+    }
+    Ok(results)
+}
+
+async fn lock_messages(tx: &mut Tx<'_>, ids: &[&str]) -> StoreResult<HashMap<String, Message>> {
+    let rows = sqlx::query(
+        "SELECT id, doc, created_at FROM messages WHERE id = ANY($1) AND deleted = 0
+         ORDER BY conversation_id, id FOR UPDATE",
+    )
+    .bind(ids)
+    .fetch_all(&mut **tx)
+    .await
+    .map_err(backend)?;
+    let mut messages = HashMap::with_capacity(rows.len());
+    for r in &rows {
+        let id: String = r.try_get(0).map_err(backend)?;
+        let m = parse_message(
+            &r.try_get::<String, _>(1).map_err(backend)?,
+            r.try_get(2).map_err(backend)?,
+        )?;
+        messages.insert(id, m);
+    }
+    Ok(messages)
+}
+
+async fn lock_conversations(
+    tx: &mut Tx<'_>,
+    convs: &[&str],
+) -> StoreResult<HashMap<String, ConvCtx>> {
+    let rows = sqlx::query(
+        "SELECT v.id, v.chatbot_id, b.retention_ms, v.created_at, v.taken_over_by
+         FROM conversations v JOIN chatbots b ON b.id = v.chatbot_id
+         WHERE v.id = ANY($1) ORDER BY v.id FOR UPDATE OF v",
+    )
+    .bind(convs)
+    .fetch_all(&mut **tx)
+    .await
+    .map_err(backend)?;
+    let mut out = HashMap::with_capacity(rows.len());
+    for r in rows {
+        let taken: Option<String> = r.try_get(4).map_err(backend)?;
+        out.insert(
+            r.try_get(0).map_err(backend)?,
+            ConvCtx {
+                chatbot_id: r.try_get(1).map_err(backend)?,
+                retention_ms: r.try_get(2).map_err(backend)?,
+                created_at: r.try_get(3).map_err(backend)?,
+                taken_over: taken.is_some(),
+            },
+        );
+    }
+    Ok(out)
+}
+
+/// The pending and asked interactions of the messages, locked, by message.
+async fn pending_interactions(
+    tx: &mut Tx<'_>,
+    message_ids: &[&str],
+) -> StoreResult<HashMap<String, Vec<domain::Interaction>>> {
+    let rows = sqlx::query(&format!(
+        "SELECT {} FROM interactions WHERE message_id = ANY($1) AND (status = 'pending' OR is_ask = 1)
+         ORDER BY message_id, seq FOR UPDATE",
+        inbox::COLS
+    ))
+    .bind(message_ids)
+    .fetch_all(&mut **tx)
+    .await
+    .map_err(backend)?;
+    let mut out: HashMap<String, Vec<domain::Interaction>> = HashMap::new();
+    for r in &rows {
+        let i = inbox::row(r).map_err(backend)?;
+        out.entry(i.message_id.clone()).or_default().push(i);
+    }
+    Ok(out)
+}
+
+/// The batch's writes in one statement: the interactions it answered and
+/// the messages it changed (each once, as the batch left it), its events
+/// in click order (a conversation's first is its head when nothing of it
+/// is waiting, read after the locks), and its `message.updated` entries in
+/// click order. Returns the entries' sequence numbers, in that order.
+async fn write(
+    tx: &mut Tx<'_>,
+    interactions: &HashMap<String, Vec<domain::Interaction>>,
+    messages: &HashMap<String, Message>,
+    decisions: &[Decision],
+) -> StoreResult<Vec<i64>> {
+    let answered: HashSet<&str> = decisions
+        .iter()
+        .filter_map(|d| d.answered.as_ref().map(|a| a.interaction_id.as_str()))
+        .collect();
+    let (mut i_ids, mut statuses, mut responses, mut updated, mut at, mut specs) =
+        (vec![], vec![], vec![], vec![], vec![], vec![]);
+    for i in interactions.values().flatten() {
+        if answered.contains(i.id.as_str()) {
+            i_ids.push(i.id.as_str());
+            statuses.push(i.status.as_str());
+            responses.push(i.response.as_ref().map(|v| v.to_string()));
+            updated.push(i.updated_at);
+            at.push(i.answered_at);
+            specs.push(serde_json::to_string(&i.spec).unwrap_or_default());
+        }
+    }
+    let changed: HashSet<&str> = decisions
+        .iter()
+        .filter(|d| d.changed.is_some())
+        .map(|d| d.message_id.as_str())
+        .collect();
+    let (mut m_ids, mut docs) = (Vec::new(), Vec::new());
+    for id in changed {
+        if let Some(m) = messages.get(id) {
+            m_ids.push(id);
+            docs.push(message_json(m));
+        }
+    }
+    let n = decisions.len();
+    let (mut ids, mut bots, mut convs, mut types, mut payloads, mut created) = (
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+    );
+    let (mut s_convs, mut s_data) = (Vec::new(), Vec::new());
+    for d in decisions {
+        ids.push(d.event_id.as_str());
+        bots.push(d.chatbot_id.as_str());
+        convs.push(d.conversation_id.as_str());
+        types.push(d.event_type);
+        payloads.push(d.payload.as_slice());
+        created.push(d.created_at);
+        if let Some(j) = &d.changed {
+            s_convs.push(d.conversation_id.as_str());
+            s_data.push(j.as_str());
+        }
+    }
+    let mut seqs: Vec<i64> = sqlx::query_scalar(
+        "WITH answered AS (
+           UPDATE interactions i SET status = u.status, response = u.response, updated_at = u.updated_at,
+             answered_at = u.answered_at, spec = u.spec
+           FROM UNNEST($1::text[], $2::text[], $3::text[], $4::bigint[], $5::bigint[], $6::text[])
+             AS u(id, status, response, updated_at, answered_at, spec)
+           WHERE i.id = u.id RETURNING 1
+         ), changed AS (
+           UPDATE messages m SET doc = u.doc FROM UNNEST($7::text[], $8::text[]) AS u(id, doc)
+           WHERE m.id = u.id RETURNING 1
+         ), queued AS (
+           INSERT INTO events (id, chatbot_id, conversation_id, type, payload, created_at, status, attempts, next_attempt_at, is_head)
+           SELECT id, bot, conv, type, payload, created, 'pending', 0, created,
+             CASE WHEN row_number() OVER (PARTITION BY conv ORDER BY ord) = 1
+                    AND NOT EXISTS (SELECT 1 FROM events x WHERE x.conversation_id = u.conv AND x.status IN ('pending', 'failed'))
+                  THEN 1 ELSE 0 END
+           FROM UNNEST($9::text[], $10::text[], $11::text[], $12::text[], $13::bytea[], $14::bigint[])
+             WITH ORDINALITY AS u(id, bot, conv, type, payload, created, ord)
+           ORDER BY ord RETURNING 1
+         )
+         INSERT INTO stream_events (conversation_id, kind, data)
+         SELECT conv, 'message.updated', data FROM UNNEST($15::text[], $16::text[]) WITH ORDINALITY AS u(conv, data, ord)
+         ORDER BY ord RETURNING seq",
+    )
+    .bind(&i_ids)
+    .bind(&statuses)
+    .bind(&responses)
+    .bind(&updated)
+    .bind(&at)
+    .bind(&specs)
+    .bind(&m_ids)
+    .bind(&docs)
+    .bind(&ids)
+    .bind(&bots)
+    .bind(&convs)
+    .bind(&types)
+    .bind(&payloads)
+    .bind(&created)
+    .bind(&s_convs)
+    .bind(&s_data)
+    .fetch_all(&mut **tx)
+    .await
+    .map_err(backend)?;
+    seqs.sort_unstable();
+    Ok(seqs)
+}
+
+/// One click in a transaction of its own, as before group commit: for a
+/// click a batch set aside or a batch that failed.
+pub async fn interact_single(
+    pool: &PgPool,
+    instance: &str,
+    req: InteractRequest,
+) -> StoreResult<Done> {
+    let mut tx = pool.begin().await.map_err(backend)?;
+    let msg = super::load_message_for_update(&mut tx, &req.message_id).await?;
+    if msg.conversation_id != req.conversation_id {
+        return Err(StoreError::NotFound);
+    }
+    let fx = inbox::apply(
+        &mut tx,
+        msg,
+        &req.action,
+        &req.user,
+        &req.event_id,
+        &req.response_url,
+        req.now_ms,
+        req.interactive_window_ms,
+        None,
+    )
+    .await?;
+    let mut notes = super::notify::Notes::default();
+    for e in &fx.stream {
+        notes.stream(instance, e);
+    }
+    for e in &fx.api {
+        notes.api(instance, e);
+    }
+    notes.due(instance);
+    notes.send(&mut tx).await?;
+    tx.commit().await.map_err(backend)?;
+    Ok(Done {
+        out: fx.out,
+        stream: fx.stream,
+        api: fx.api,
+    })
+}
+
+/// The single path as the batcher calls it.
+pub fn single(pool: PgPool, instance: Arc<str>) -> Single {
+    Arc::new(move |req| {
+        let (pool, instance) = (pool.clone(), instance.clone());
+        Box::pin(async move { interact_single(&pool, &instance, req).await })
+    })
+}
