@@ -23,9 +23,10 @@ async fn concurrent_clicks_from_two_instances_on_blocks_that_disable_let_one_win
     }
     // Six clicks on each message at once, alternating between the
     // instances: 48 clicks in flight, batched on both.
+    let (a, b) = (&a, &b);
     let clicks = targets.iter().flat_map(|(conv, mid)| {
         (0..6).map(move |k| {
-            let app = if k % 2 == 0 { &a } else { &b };
+            let app = if k % 2 == 0 { a } else { b };
             async move {
                 (
                     mid.clone(),
