@@ -50,6 +50,12 @@ fn backend(e: impl std::fmt::Display) -> StoreError {
     StoreError::Backend(e.to_string())
 }
 
+impl From<sqlx::Error> for StoreError {
+    fn from(e: sqlx::Error) -> Self {
+        backend(e)
+    }
+}
+
 type Tx<'a> = Transaction<'a, Postgres>;
 
 impl PostgresStore {
@@ -107,35 +113,28 @@ impl PostgresStore {
     }
 
     async fn migrate(&self) -> StoreResult<()> {
-        let mut tx = self.pool.begin().await.map_err(backend)?;
+        let mut tx = self.pool.begin().await?;
         // One migrator at a time across instances.
         sqlx::query("SELECT pg_advisory_xact_lock(7261536)")
             .execute(&mut *tx)
-            .await
-            .map_err(backend)?;
+            .await?;
         sqlx::query("CREATE TABLE IF NOT EXISTS schema_version (version BIGINT NOT NULL)")
             .execute(&mut *tx)
-            .await
-            .map_err(backend)?;
+            .await?;
         let version: Option<i64> = sqlx::query_scalar("SELECT max(version) FROM schema_version")
             .fetch_one(&mut *tx)
-            .await
-            .map_err(backend)?;
+            .await?;
         let version = version.unwrap_or(0);
         for (i, sql) in MIGRATIONS.iter().enumerate() {
             if (i as i64) >= version {
-                sqlx::raw_sql(sql)
-                    .execute(&mut *tx)
-                    .await
-                    .map_err(backend)?;
+                sqlx::raw_sql(sql).execute(&mut *tx).await?;
                 sqlx::query("INSERT INTO schema_version (version) VALUES ($1)")
                     .bind(i as i64 + 1)
                     .execute(&mut *tx)
-                    .await
-                    .map_err(backend)?;
+                    .await?;
             }
         }
-        tx.commit().await.map_err(backend)?;
+        tx.commit().await?;
         Ok(())
     }
 }

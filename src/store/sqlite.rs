@@ -75,6 +75,12 @@ fn backend(e: impl std::fmt::Display) -> StoreError {
     StoreError::Backend(e.to_string())
 }
 
+impl From<rusqlite::Error> for StoreError {
+    fn from(e: rusqlite::Error) -> Self {
+        backend(e)
+    }
+}
+
 fn open(path: &str) -> rusqlite::Result<Connection> {
     let conn = Connection::open(path)?;
     conn.busy_timeout(std::time::Duration::from_secs(5))?;
@@ -108,32 +114,25 @@ impl SqliteStore {
         if let Some(parent) = Path::new(path).parent()
             && !parent.as_os_str().is_empty()
         {
-            std::fs::create_dir_all(parent).map_err(backend)?;
+            std::fs::create_dir_all(parent)?;
         }
-        let conn = open(path).map_err(backend)?;
-        let version: i64 = conn
-            .pragma_query_value(None, "user_version", |r| r.get(0))
-            .map_err(backend)?;
+        let conn = open(path)?;
+        let version: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
         for (i, sql) in MIGRATIONS.iter().enumerate() {
             if (i as i64) >= version {
-                conn.execute_batch(sql).map_err(backend)?;
-                conn.pragma_update(None, "user_version", (i + 1) as i64)
-                    .map_err(backend)?;
+                conn.execute_batch(sql)?;
+                conn.pragma_update(None, "user_version", (i + 1) as i64)?;
             }
         }
         // Checkpoints run beside the writer, off its commit path.
-        conn.pragma_update(None, "wal_autocheckpoint", WRITER_AUTOCHECKPOINT)
-            .map_err(backend)?;
-        let checkpointer = checkpoint::spawn(open(path).map_err(backend)?).map_err(backend)?;
+        conn.pragma_update(None, "wal_autocheckpoint", WRITER_AUTOCHECKPOINT)?;
+        let checkpointer = checkpoint::spawn(open(path)?)?;
         let mut claims = claims::Claims::default();
         {
-            let mut st = conn
-                .prepare("SELECT id FROM chatbots WHERE endpoint_disabled = 1")
-                .map_err(backend)?;
+            let mut st = conn.prepare("SELECT id FROM chatbots WHERE endpoint_disabled = 1")?;
             let ids = st
                 .query_map([], |r| r.get::<_, String>(0))
-                .and_then(|rows| rows.collect::<rusqlite::Result<Vec<String>>>())
-                .map_err(backend)?;
+                .and_then(|rows| rows.collect::<rusqlite::Result<Vec<String>>>())?;
             for id in ids {
                 claims.chatbot_changed(&id, true);
             }
@@ -145,16 +144,13 @@ impl SqliteStore {
         let (queue, announce, reserve) = (claims.clone(), hub.clone(), claims.clone());
         thread::Builder::new()
             .name("blockhook-sqlite-sync".into())
-            .spawn(move || syncer_loop(wal_path, sync_rx, &queue, &announce))
-            .map_err(backend)?;
+            .spawn(move || syncer_loop(wal_path, sync_rx, &queue, &announce))?;
         // The writer commits without syncing; the syncer makes each durable
         // batch reach the disk before it is answered.
-        conn.pragma_update(None, "synchronous", "NORMAL")
-            .map_err(backend)?;
+        conn.pragma_update(None, "synchronous", "NORMAL")?;
         thread::Builder::new()
             .name("blockhook-sqlite-writer".into())
-            .spawn(move || writer_loop(conn, rx, sync_tx, &reserve))
-            .map_err(backend)?;
+            .spawn(move || writer_loop(conn, rx, sync_tx, &reserve))?;
         Ok(Self {
             path: path.to_string(),
             _checkpointer: checkpointer,

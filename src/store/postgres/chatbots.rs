@@ -16,8 +16,7 @@ impl PostgresStore {
             .bind(&key)
             .bind(&init)
             .execute(&self.pool)
-            .await
-            .map_err(backend)?;
+            .await?;
             sqlx::query_scalar("SELECT value FROM meta WHERE key = $1")
                 .bind(&key)
                 .fetch_one(&self.pool)
@@ -46,8 +45,7 @@ impl PostgresStore {
             .bind(b.created_at)
             .bind(b.allowed_origins.to_stored())
             .execute(&self.pool)
-            .await
-            .map_err(backend)?;
+            .await?;
             Ok(())
         })
     }
@@ -56,11 +54,7 @@ impl PostgresStore {
         let id = id.to_string();
         Box::pin(async move {
             let q = format!("SELECT {CHATBOT_COLS} FROM chatbots WHERE id = $1");
-            let row = sqlx::query(&q)
-                .bind(&id)
-                .fetch_optional(&self.pool)
-                .await
-                .map_err(backend)?;
+            let row = sqlx::query(&q).bind(&id).fetch_optional(&self.pool).await?;
             row.map(|r| chatbot_row(&r).map_err(backend))
                 .transpose()?
                 .ok_or(StoreError::NotFound)
@@ -71,11 +65,7 @@ impl PostgresStore {
         let h = api_key_hash.to_string();
         Box::pin(async move {
             let q = format!("SELECT {CHATBOT_COLS} FROM chatbots WHERE api_key_hash = $1");
-            let row = sqlx::query(&q)
-                .bind(&h)
-                .fetch_optional(&self.pool)
-                .await
-                .map_err(backend)?;
+            let row = sqlx::query(&q).bind(&h).fetch_optional(&self.pool).await?;
             row.map(|r| chatbot_row(&r).map_err(backend))
                 .transpose()?
                 .ok_or(StoreError::NotFound)
@@ -102,8 +92,7 @@ impl PostgresStore {
             .bind(b.endpoint_disabled as i64)
             .bind(b.allowed_origins.to_stored())
             .execute(&self.pool)
-            .await
-            .map_err(backend)?
+            .await?
             .rows_affected();
             if n == 0 {
                 return Err(StoreError::NotFound);
@@ -112,9 +101,9 @@ impl PostgresStore {
                 self.hub.new_events.notify_one();
                 let mut notes = notify::Notes::default();
                 notes.due(&self.instance);
-                let mut tx = self.pool.begin().await.map_err(backend)?;
+                let mut tx = self.pool.begin().await?;
                 notes.send(&mut tx).await?;
-                tx.commit().await.map_err(backend)?;
+                tx.commit().await?;
             }
             Ok(())
         })
@@ -137,8 +126,7 @@ impl PostgresStore {
             .bind(&token_hash)
             .bind(conv.created_at)
             .execute(&self.pool)
-            .await
-            .map_err(backend)?;
+            .await?;
             Ok(())
         })
     }
@@ -147,11 +135,7 @@ impl PostgresStore {
         let id = id.to_string();
         Box::pin(async move {
             let q = format!("SELECT {CONV_COLS} FROM conversations WHERE id = $1");
-            let row = sqlx::query(&q)
-                .bind(&id)
-                .fetch_optional(&self.pool)
-                .await
-                .map_err(backend)?;
+            let row = sqlx::query(&q).bind(&id).fetch_optional(&self.pool).await?;
             row.map(|r| conversation_row(&r).map_err(backend))
                 .transpose()?
                 .ok_or(StoreError::NotFound)
@@ -170,13 +154,12 @@ impl PostgresStore {
             )
             .bind(&h)
             .fetch_optional(&self.pool)
-            .await
-            .map_err(backend)?;
+            .await?;
             let Some(r) = row else {
                 return Err(StoreError::NotFound);
             };
-            let conv = conversation_row(&r).map_err(backend)?;
-            let origins = AllowedOrigins::from_stored(r.try_get::<&str, _>(6).map_err(backend)?);
+            let conv = conversation_row(&r)?;
+            let origins = AllowedOrigins::from_stored(r.try_get::<&str, _>(6)?);
             Ok((conv, origins))
         })
     }

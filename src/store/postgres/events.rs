@@ -24,13 +24,11 @@ impl PostgresStore {
             .bind(&filter.event_type)
             .bind(&filter.event_id)
             .fetch_all(&self.pool)
-            .await
-            .map_err(backend)?;
+            .await?;
             let out = rows
                 .iter()
                 .map(|r| Ok((summary_row(r)?, r.try_get::<i64, _>(7)?)))
-                .collect::<Result<Vec<_>, sqlx::Error>>()
-                .map_err(backend)?;
+                .collect::<Result<Vec<_>, sqlx::Error>>()?;
             Ok(page_of(out, limit))
         })
     }
@@ -44,11 +42,10 @@ impl PostgresStore {
         Box::pin(async move {
             // One snapshot: the event's status and its attempts are written
             // by one commit and read together.
-            let mut tx = self.pool.begin().await.map_err(backend)?;
+            let mut tx = self.pool.begin().await?;
             sqlx::query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
                 .execute(&mut *tx)
-                .await
-                .map_err(backend)?;
+                .await?;
             let row = sqlx::query(
                 "SELECT id, type, created_at, payload, status, attempts, next_attempt_at FROM events
                  WHERE id = $1 AND chatbot_id = $2",
@@ -56,19 +53,17 @@ impl PostgresStore {
             .bind(&eid)
             .bind(&bid)
             .fetch_optional(&mut *tx)
-            .await
-            .map_err(backend)?
+            .await?
             .ok_or(StoreError::NotFound)?;
-            let ev = summary_row(&row).map_err(backend)?;
+            let ev = summary_row(&row)?;
             let rows = sqlx::query(
                 "SELECT number, at, status_code, duration_ms, error, response_excerpt, request_headers FROM attempts
                  WHERE event_id = $1 ORDER BY number",
             )
             .bind(&eid)
             .fetch_all(&mut *tx)
-            .await
-            .map_err(backend)?;
-            tx.commit().await.map_err(backend)?;
+            .await?;
+            tx.commit().await?;
             let attempts = rows
                 .iter()
                 .map(|r| {
@@ -82,8 +77,7 @@ impl PostgresStore {
                         request_headers: r.try_get(6)?,
                     })
                 })
-                .collect::<Result<Vec<_>, sqlx::Error>>()
-                .map_err(backend)?;
+                .collect::<Result<Vec<_>, sqlx::Error>>()?;
             Ok((ev, attempts))
         })
     }
@@ -96,26 +90,24 @@ impl PostgresStore {
     ) -> BoxFut<'_, StoreResult<()>> {
         let (bid, eid) = (chatbot_id.to_string(), event_id.to_string());
         Box::pin(async move {
-            let mut tx = self.pool.begin().await.map_err(backend)?;
+            let mut tx = self.pool.begin().await?;
             let row = sqlx::query(
                 "SELECT status, conversation_id FROM events WHERE id = $1 AND chatbot_id = $2",
             )
             .bind(&eid)
             .bind(&bid)
             .fetch_optional(&mut *tx)
-            .await
-            .map_err(backend)?
+            .await?
             .ok_or(StoreError::NotFound)?;
-            let status: String = row.try_get(0).map_err(backend)?;
-            let conv: String = row.try_get(1).map_err(backend)?;
+            let status: String = row.try_get(0)?;
+            let conv: String = row.try_get(1)?;
             lock_conversation(&mut tx, &conv).await?;
             if status == "pending" || status == "failed" {
                 sqlx::query("UPDATE events SET next_attempt_at = $2 WHERE id = $1")
                     .bind(&eid)
                     .bind(now_ms)
                     .execute(&mut *tx)
-                    .await
-                    .map_err(backend)?;
+                    .await?;
             } else {
                 sqlx::query(
                     "UPDATE events SET status = 'pending', next_attempt_at = $2, leased_until = 0, attempt_base = attempts,
@@ -126,8 +118,7 @@ impl PostgresStore {
                 .bind(now_ms)
                 .bind(&conv)
                 .execute(&mut *tx)
-                .await
-                .map_err(backend)?;
+                .await?;
             }
             self.commit(tx, &[], &[], true).await?;
             self.hub.new_events.notify_one();
@@ -141,7 +132,7 @@ impl PostgresStore {
         Box::pin(async move {
             // An event of its own lane (`webhook.test`): no conversation row
             // to lock, and it heads its lane at once.
-            let mut tx = self.pool.begin().await.map_err(backend)?;
+            let mut tx = self.pool.begin().await?;
             sqlx::query(
                 "INSERT INTO events (id, chatbot_id, conversation_id, type, payload, created_at, status, attempts, next_attempt_at, is_head)
                  VALUES ($1, $2, $3, $4, $5, $6, 'pending', 0, $6, 1)",
@@ -153,12 +144,11 @@ impl PostgresStore {
             .bind(&event.payload)
             .bind(event.created_at)
             .execute(&mut *tx)
-            .await
-            .map_err(backend)?;
+            .await?;
             let mut notes = notify::Notes::default();
             notes.due(&self.instance);
             notes.send(&mut tx).await?;
-            tx.commit().await.map_err(backend)?;
+            tx.commit().await?;
             self.hub.new_events.notify_one();
             Ok(())
         })

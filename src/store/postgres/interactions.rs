@@ -5,7 +5,7 @@ use super::*;
 impl PostgresStore {
     pub(super) fn interact(&self, req: InteractRequest) -> BoxFut<'_, StoreResult<Interacted>> {
         Box::pin(async move {
-            let mut tx = self.pool.begin().await.map_err(backend)?;
+            let mut tx = self.pool.begin().await?;
             let msg = load_message_for_update(&mut tx, &req.message_id).await?;
             if msg.conversation_id != req.conversation_id {
                 return Err(StoreError::NotFound);
@@ -44,8 +44,7 @@ impl PostgresStore {
             .bind(&id)
             .bind(&bid)
             .fetch_optional(&self.pool)
-            .await
-            .map_err(backend)?
+            .await?
             .ok_or(StoreError::NotFound)?;
             inbox::row(&r).map_err(backend)
         })
@@ -78,13 +77,11 @@ impl PostgresStore {
             .bind(now_ms)
             .bind(limit as i64 + 1)
             .fetch_all(&self.pool)
-            .await
-            .map_err(backend)?;
+            .await?;
             let out = rows
                 .iter()
                 .map(|r| Ok((inbox::row(r)?, r.try_get::<i64, _>(14)?)))
-                .collect::<Result<Vec<_>, sqlx::Error>>()
-                .map_err(backend)?;
+                .collect::<Result<Vec<_>, sqlx::Error>>()?;
             Ok(page_of(out, limit))
         })
     }
@@ -94,7 +91,7 @@ impl PostgresStore {
         req: AnswerRequest,
     ) -> BoxFut<'_, StoreResult<AnswerOutcome>> {
         Box::pin(async move {
-            let mut tx = self.pool.begin().await.map_err(backend)?;
+            let mut tx = self.pool.begin().await?;
             let i = inbox::by_id(&mut tx, &req.interaction_id).await?;
             if i.chatbot_id != req.chatbot_id {
                 return Err(StoreError::NotFound);
@@ -103,17 +100,14 @@ impl PostgresStore {
                 .bind(&req.interaction_id)
                 .bind(&req.idempotency_key)
                 .fetch_optional(&mut *tx)
-                .await
-                .map_err(backend)?;
+                .await?;
             if let Some(r) = prior {
-                let hash: String = r.try_get(0).map_err(backend)?;
+                let hash: String = r.try_get(0)?;
                 if hash != req.body_hash {
                     return Err(StoreError::Rejected(Rejection::IdempotencyConflict));
                 }
-                let result: String = r.try_get(1).map_err(backend)?;
-                return Ok(AnswerOutcome::Repeated(
-                    serde_json::from_str(&result).map_err(backend)?,
-                ));
+                let result: String = r.try_get(1)?;
+                return Ok(AnswerOutcome::Repeated(serde_json::from_str(&result)?));
             }
             if i.status_at(req.now_ms) != "pending" {
                 return Err(StoreError::Rejected(Rejection::NotPending));
@@ -142,8 +136,7 @@ impl PostgresStore {
                 .bind(&req.body_hash)
                 .bind(answered.to_json(req.now_ms).to_string())
                 .execute(&mut *tx)
-                .await
-                .map_err(backend)?;
+                .await?;
             self.commit(tx, &fx.stream, &fx.api, true).await?;
             self.hub.publish(fx.stream);
             self.hub.publish_api(fx.api);
@@ -161,7 +154,7 @@ impl PostgresStore {
     ) -> BoxFut<'_, StoreResult<Interaction>> {
         let id = id.to_string();
         Box::pin(async move {
-            let mut tx = self.pool.begin().await.map_err(backend)?;
+            let mut tx = self.pool.begin().await?;
             let (i, stream, api) = inbox::close(&mut tx, &id, status, reason, now_ms).await?;
             self.commit(tx, &stream, &api, false).await?;
             self.hub.publish(stream);
@@ -172,19 +165,17 @@ impl PostgresStore {
 
     pub(super) fn reply(&self, req: ReplyRequest) -> BoxFut<'_, StoreResult<ReplyOutcome>> {
         Box::pin(async move {
-            let mut tx = self.pool.begin().await.map_err(backend)?;
+            let mut tx = self.pool.begin().await?;
             // Serialise uses of one response_url.
             sqlx::query("INSERT INTO response_uses (event_id, uses) VALUES ($1, 0) ON CONFLICT (event_id) DO NOTHING")
                 .bind(&req.event_id)
                 .execute(&mut *tx)
-                .await
-                .map_err(backend)?;
+                .await?;
             let uses: i64 =
                 sqlx::query_scalar("SELECT uses FROM response_uses WHERE event_id = $1 FOR UPDATE")
                     .bind(&req.event_id)
                     .fetch_one(&mut *tx)
-                    .await
-                    .map_err(backend)?;
+                    .await?;
             if let Some(key) = &req.idempotency_key {
                 let prior: Option<String> = sqlx::query_scalar(
                     "SELECT result FROM response_idempotency WHERE event_id = $1 AND key = $2",
@@ -192,8 +183,7 @@ impl PostgresStore {
                 .bind(&req.event_id)
                 .bind(key)
                 .fetch_optional(&mut *tx)
-                .await
-                .map_err(backend)?;
+                .await?;
                 if let Some(p) = prior {
                     return super::repeated_reply(&p, &req.body_hash);
                 }
@@ -267,8 +257,7 @@ impl PostgresStore {
                     sqlx::query("UPDATE messages SET deleted = 1 WHERE id = $1")
                         .bind(&m.id)
                         .execute(&mut *tx)
-                        .await
-                        .map_err(backend)?;
+                        .await?;
                     api = inbox::after_reply(
                         &mut tx,
                         &m,
@@ -287,8 +276,7 @@ impl PostgresStore {
             sqlx::query("UPDATE response_uses SET uses = uses + 1 WHERE event_id = $1")
                 .bind(&req.event_id)
                 .execute(&mut *tx)
-                .await
-                .map_err(backend)?;
+                .await?;
             let result = serde_json::json!({ "message": result_msg });
             if let Some(key) = &req.idempotency_key {
                 sqlx::query(
@@ -298,8 +286,7 @@ impl PostgresStore {
                 .bind(key)
                 .bind(super::reply_record(&result, &req.body_hash))
                 .execute(&mut *tx)
-                .await
-                .map_err(backend)?;
+                .await?;
             }
             self.commit(tx, &entries, &api, false).await?;
             self.hub.publish(entries);

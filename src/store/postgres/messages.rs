@@ -11,20 +11,18 @@ impl PostgresStore {
     ) -> BoxFut<'_, StoreResult<()>> {
         let cid = conversation_id.to_string();
         Box::pin(async move {
-            let mut tx = self.pool.begin().await.map_err(backend)?;
+            let mut tx = self.pool.begin().await?;
             // Lock order everywhere: messages, then the conversation.
             sqlx::query("SELECT 1 FROM messages WHERE conversation_id = $1 AND deleted = 0 ORDER BY seq FOR UPDATE")
                 .bind(&cid)
                 .execute(&mut *tx)
-                .await
-                .map_err(backend)?;
-            let member = serde_json::to_string(&member).map_err(backend)?;
+                .await?;
+            let member = serde_json::to_string(&member)?;
             let n = sqlx::query("UPDATE conversations SET taken_over_by = $2 WHERE id = $1")
                 .bind(&cid)
                 .bind(&member)
                 .execute(&mut *tx)
-                .await
-                .map_err(backend)?
+                .await?
                 .rows_affected();
             if n == 0 {
                 return Err(StoreError::NotFound);
@@ -34,8 +32,7 @@ impl PostgresStore {
             )
             .bind(&cid)
             .fetch_all(&mut *tx)
-            .await
-            .map_err(backend)?;
+            .await?;
             let mut out = Vec::new();
             let mut api = Vec::new();
             for id in pending {
@@ -47,13 +44,9 @@ impl PostgresStore {
             let rows = sqlx::query("SELECT doc, created_at FROM messages WHERE conversation_id = $1 AND deleted = 0 FOR UPDATE")
                 .bind(&cid)
                 .fetch_all(&mut *tx)
-                .await
-                .map_err(backend)?;
+                .await?;
             for r in rows {
-                let mut m = parse_message(
-                    &r.try_get::<String, _>(0).map_err(backend)?,
-                    r.try_get(1).map_err(backend)?,
-                )?;
+                let mut m = parse_message(&r.try_get::<String, _>(0)?, r.try_get(1)?)?;
                 if m.take_over(now_ms) {
                     save_message(&mut tx, &m).await?;
                     out.push(
@@ -75,7 +68,7 @@ impl PostgresStore {
         interactions: Vec<NewInteraction>,
     ) -> BoxFut<'_, StoreResult<()>> {
         Box::pin(async move {
-            let mut tx = self.pool.begin().await.map_err(backend)?;
+            let mut tx = self.pool.begin().await?;
             insert_message(&mut tx, &msg).await?;
             if let Some(e) = &event {
                 insert_event(&mut tx, e).await?;
@@ -136,13 +129,9 @@ impl PostgresStore {
                 sqlx::query("SELECT doc, created_at FROM messages WHERE id = $1 AND deleted = 0")
                     .bind(&id)
                     .fetch_optional(&self.pool)
-                    .await
-                    .map_err(backend)?
+                    .await?
                     .ok_or(StoreError::NotFound)?;
-            parse_message(
-                &row.try_get::<String, _>(0).map_err(backend)?,
-                row.try_get(1).map_err(backend)?,
-            )
+            parse_message(&row.try_get::<String, _>(0)?, row.try_get(1)?)
         })
     }
 
@@ -162,15 +151,11 @@ impl PostgresStore {
             .bind(cursor.unwrap_or(i64::MAX))
             .bind(limit as i64 + 1)
             .fetch_all(&self.pool)
-            .await
-            .map_err(backend)?;
+            .await?;
             let mut out = Vec::with_capacity(rows.len());
             for r in rows {
-                let m = parse_message(
-                    &r.try_get::<String, _>(0).map_err(backend)?,
-                    r.try_get(1).map_err(backend)?,
-                )?;
-                out.push((m, r.try_get::<i64, _>(2).map_err(backend)?));
+                let m = parse_message(&r.try_get::<String, _>(0)?, r.try_get(1)?)?;
+                out.push((m, r.try_get::<i64, _>(2)?));
             }
             Ok(page_of(out, limit))
         })
@@ -194,15 +179,14 @@ impl PostgresStore {
             .bind(after_seq)
             .bind(limit as i64)
             .fetch_all(&self.pool)
-            .await
-            .map_err(backend)?;
+            .await?;
             rows.iter()
                 .map(|r| {
                     Ok(StreamEvent {
-                        seq: r.try_get(0).map_err(backend)?,
-                        conversation_id: r.try_get(1).map_err(backend)?,
-                        kind: r.try_get(2).map_err(backend)?,
-                        data: r.try_get(3).map_err(backend)?,
+                        seq: r.try_get(0)?,
+                        conversation_id: r.try_get(1)?,
+                        kind: r.try_get(2)?,
+                        data: r.try_get(3)?,
                     })
                 })
                 .collect()
@@ -217,7 +201,7 @@ impl PostgresStore {
     ) -> BoxFut<'_, StoreResult<StreamEvent>> {
         let (cid, kind) = (conversation_id.to_string(), kind.to_string());
         Box::pin(async move {
-            let mut tx = self.pool.begin().await.map_err(backend)?;
+            let mut tx = self.pool.begin().await?;
             let e = append_stream(&mut tx, &cid, &kind, data).await?;
             self.commit(tx, std::slice::from_ref(&e), &[], false)
                 .await?;

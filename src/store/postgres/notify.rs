@@ -27,7 +27,7 @@ use std::time::Duration;
 use sqlx::postgres::{PgConnectOptions, PgListener, PgPool, PgPoolOptions};
 use sqlx::{Postgres, Row, Transaction};
 
-use super::{backend, inbox};
+use super::inbox;
 use crate::hub::{ApiEvent, Hub};
 use crate::store::{StoreResult, StreamEvent};
 
@@ -90,8 +90,7 @@ impl Notes {
             .bind(CHANNEL)
             .bind(&self.payloads)
             .execute(&mut **tx)
-            .await
-            .map_err(backend)?;
+            .await?;
         Ok(())
     }
 }
@@ -185,8 +184,8 @@ pub async fn listen(
 }
 
 async fn subscribe(own: &PgPool) -> StoreResult<PgListener> {
-    let mut l = PgListener::connect_with(own).await.map_err(backend)?;
-    l.listen(CHANNEL).await.map_err(backend)?;
+    let mut l = PgListener::connect_with(own).await?;
+    l.listen(CHANNEL).await?;
     Ok(l)
 }
 

@@ -9,8 +9,7 @@ pub(super) async fn lock_conversation(tx: &mut Tx<'_>, conversation_id: &str) ->
     let row = sqlx::query("SELECT 1 FROM conversations WHERE id = $1 FOR UPDATE")
         .bind(conversation_id)
         .fetch_optional(&mut **tx)
-        .await
-        .map_err(backend)?;
+        .await?;
     Ok(row.is_some())
 }
 
@@ -30,8 +29,7 @@ pub(super) async fn insert_event(tx: &mut Tx<'_>, e: &NewEvent) -> StoreResult<(
     .bind(&e.payload)
     .bind(e.created_at)
     .execute(&mut **tx)
-    .await
-    .map_err(backend)?;
+    .await?;
     Ok(())
 }
 
@@ -43,8 +41,7 @@ pub(super) async fn promote_next(tx: &mut Tx<'_>, conversation_id: &str) -> Stor
     )
     .bind(conversation_id)
     .execute(&mut **tx)
-    .await
-    .map_err(backend)?;
+    .await?;
     Ok(())
 }
 
@@ -79,8 +76,7 @@ pub(super) async fn record_one(tx: &mut Tx<'_>, rec: &AttemptRecord) -> StoreRes
     .bind(&rec.response_excerpt)
     .bind(&rec.request_headers)
     .execute(&mut **tx)
-    .await
-    .map_err(backend)?;
+    .await?;
     let (status, next, is_head) = attempt_outcome(rec);
     if !is_head {
         lock_conversation(tx, &rec.conversation_id).await?;
@@ -95,14 +91,12 @@ pub(super) async fn record_one(tx: &mut Tx<'_>, rec: &AttemptRecord) -> StoreRes
     .bind(next)
     .bind(is_head as i64)
     .execute(&mut **tx)
-    .await
-    .map_err(backend)?;
+    .await?;
     if rec.next == AttemptNext::EndpointGone {
         sqlx::query("UPDATE chatbots SET endpoint_disabled = 1 WHERE id = (SELECT chatbot_id FROM events WHERE id = $1)")
             .bind(&rec.event_id)
             .execute(&mut **tx)
-            .await
-            .map_err(backend)?;
+            .await?;
     }
     if !is_head {
         promote_next(tx, &rec.conversation_id).await?;
@@ -166,8 +160,7 @@ pub(super) async fn record_set(tx: &mut Tx<'_>, records: &[AttemptRecord]) -> St
         sqlx::query("SELECT 1 FROM conversations WHERE id = ANY($1) ORDER BY id FOR UPDATE")
             .bind(&ended)
             .execute(&mut **tx)
-            .await
-            .map_err(backend)?;
+            .await?;
     }
     sqlx::query(
         "INSERT INTO attempts (event_id, number, at, status_code, duration_ms, error, response_excerpt, request_headers)
@@ -187,8 +180,7 @@ pub(super) async fn record_set(tx: &mut Tx<'_>, records: &[AttemptRecord]) -> St
     .bind(&excerpts)
     .bind(&headers)
     .execute(&mut **tx)
-    .await
-    .map_err(backend)?;
+    .await?;
     sqlx::query(
         "UPDATE events e SET status = u.status, attempts = GREATEST(e.attempts, u.number),
            next_attempt_at = u.next, is_head = u.is_head, leased_until = 0
@@ -201,8 +193,7 @@ pub(super) async fn record_set(tx: &mut Tx<'_>, records: &[AttemptRecord]) -> St
     .bind(&nexts)
     .bind(&heads)
     .execute(&mut **tx)
-    .await
-    .map_err(backend)?;
+    .await?;
     if ended.is_empty() {
         return Ok(false);
     }
@@ -214,8 +205,7 @@ pub(super) async fn record_set(tx: &mut Tx<'_>, records: &[AttemptRecord]) -> St
     )
     .bind(&ended)
     .execute(&mut **tx)
-    .await
-    .map_err(backend)?;
+    .await?;
     Ok(true)
 }
 
@@ -244,8 +234,7 @@ impl PostgresStore {
             .bind(&skip)
             .bind(limit as i64)
             .fetch_all(&self.pool)
-            .await
-            .map_err(backend)?;
+            .await?;
             let mut out = rows
                 .iter()
                 .map(|r| {
@@ -260,8 +249,7 @@ impl PostgresStore {
                         bot: None,
                     })
                 })
-                .collect::<Result<Vec<_>, sqlx::Error>>()
-                .map_err(backend)?;
+                .collect::<Result<Vec<_>, sqlx::Error>>()?;
             out.sort_by_key(|c| c.seq);
             Ok(out)
         })
@@ -272,7 +260,7 @@ impl PostgresStore {
         records: Vec<AttemptRecord>,
     ) -> BoxFut<'_, StoreResult<()>> {
         Box::pin(async move {
-            let mut tx = self.pool.begin().await.map_err(backend)?;
+            let mut tx = self.pool.begin().await?;
             let promoted = if settable(&records) {
                 record_set(&mut tx, &records).await?
             } else {
@@ -306,8 +294,7 @@ impl PostgresStore {
                     .bind(&ids)
                     .execute(&self.pool)
                     .await,
-            }
-            .map_err(backend)?;
+            }?;
             Ok(())
         })
     }
@@ -330,11 +317,10 @@ impl PostgresStore {
         Box::pin(async move {
             let row = sqlx::query("SELECT count(*), min(created_at) FROM events WHERE status IN ('pending', 'failed')")
                 .fetch_one(&self.pool)
-                .await
-                .map_err(backend)?;
+                .await?;
             Ok(QueueStats {
-                pending: row.try_get(0).map_err(backend)?,
-                oldest_pending_created_at: row.try_get(1).map_err(backend)?,
+                pending: row.try_get(0)?,
+                oldest_pending_created_at: row.try_get(1)?,
             })
         })
     }

@@ -40,7 +40,7 @@ pub(super) fn conversation_row(r: &PgRow) -> Result<Conversation, sqlx::Error> {
 }
 
 pub(super) fn parse_message(doc: &str, created_ms: i64) -> StoreResult<Message> {
-    let mut m: Message = serde_json::from_str(doc).map_err(backend)?;
+    let mut m: Message = serde_json::from_str(doc)?;
     m.created_ms = created_ms;
     Ok(m)
 }
@@ -55,13 +55,9 @@ pub(super) async fn load_message_for_update(tx: &mut Tx<'_>, id: &str) -> StoreR
     )
     .bind(id)
     .fetch_optional(&mut **tx)
-    .await
-    .map_err(backend)?
+    .await?
     .ok_or(StoreError::NotFound)?;
-    parse_message(
-        &row.try_get::<String, _>(0).map_err(backend)?,
-        row.try_get(1).map_err(backend)?,
-    )
+    parse_message(&row.try_get::<String, _>(0)?, row.try_get(1)?)
 }
 
 pub(super) async fn save_message(tx: &mut Tx<'_>, m: &Message) -> StoreResult<()> {
@@ -69,8 +65,7 @@ pub(super) async fn save_message(tx: &mut Tx<'_>, m: &Message) -> StoreResult<()
         .bind(&m.id)
         .bind(message_json(m))
         .execute(&mut **tx)
-        .await
-        .map_err(backend)?;
+        .await?;
     Ok(())
 }
 
@@ -83,8 +78,7 @@ pub(super) async fn insert_message(tx: &mut Tx<'_>, m: &Message) -> StoreResult<
     .bind(message_json(m))
     .bind(m.created_ms)
     .execute(&mut **tx)
-    .await
-    .map_err(backend)?;
+    .await?;
     Ok(())
 }
 
@@ -105,8 +99,7 @@ pub(super) async fn append_stream(
     .bind(kind)
     .bind(&data)
     .fetch_one(&mut **tx)
-    .await
-    .map_err(backend)?;
+    .await?;
     Ok(StreamEvent {
         seq,
         conversation_id: conversation_id.to_string(),

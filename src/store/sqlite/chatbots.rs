@@ -13,8 +13,7 @@ impl SqliteStore {
             c.execute(
                 "INSERT OR IGNORE INTO meta (key, value) VALUES (?1, ?2)",
                 params![key, init],
-            )
-            .map_err(backend)?;
+            )?;
             c.query_row("SELECT value FROM meta WHERE key = ?1", [key], |r| r.get(0))
                 .map_err(backend)
         }))
@@ -30,8 +29,7 @@ impl SqliteStore {
                 "INSERT INTO chatbots (id, name, webhook_url, retention_ms, api_key_hash, signing_secret, member_id, created_at, allowed_origins)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
                 params![b.id, b.name, b.webhook_url, b.retention_ms, api_key_hash, b.signing_secret, b.member_id, b.created_at, b.allowed_origins.to_stored()],
-            )
-            .map_err(backend)?;
+            )?;
             Ok(())
         }))
     }
@@ -73,8 +71,7 @@ impl SqliteStore {
                         "UPDATE chatbots SET name = ?2, webhook_url = ?3, retention_ms = ?4, signing_secret = ?5,
                          previous_secret = ?6, previous_until = ?7, endpoint_disabled = ?8, allowed_origins = ?9 WHERE id = ?1",
                         params![b.id, b.name, b.webhook_url, b.retention_ms, b.signing_secret, prev, until, b.endpoint_disabled as i64, b.allowed_origins.to_stored()],
-                    )
-                    .map_err(backend)?;
+                    )?;
                 if n == 0 {
                     return Err(StoreError::NotFound);
                 }
@@ -101,8 +98,7 @@ impl SqliteStore {
                 "INSERT INTO conversations (id, chatbot_id, visitor_id, visitor_name, token_hash, created_at)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
                 params![conv.id, conv.chatbot_id, conv.visitor.id, conv.visitor.display_name, token_hash, conv.created_at],
-            )
-            .map_err(backend)?;
+            )?;
             Ok(())
         }))
     }

@@ -101,15 +101,13 @@ impl SqliteStore {
                         [&eid, &bid],
                         |r| Ok((r.get(0)?, r.get(1)?)),
                     )
-                    .optional()
-                    .map_err(backend)?;
+                    .optional()?;
                 let Some((status, conv)) = row else {
                     return Err(StoreError::NotFound);
                 };
                 if status == "pending" || status == "failed" {
                     // Already queued: make it due now.
-                    c.execute("UPDATE events SET next_attempt_at = ?2 WHERE id = ?1", params![eid, now_ms])
-                        .map_err(backend)?;
+                    c.execute("UPDATE events SET next_attempt_at = ?2 WHERE id = ?1", params![eid, now_ms])?;
                     return Ok(());
                 }
                 c.execute(
@@ -117,8 +115,7 @@ impl SqliteStore {
                      is_head = NOT EXISTS (SELECT 1 FROM events INDEXED BY events_active_by_conversation WHERE conversation_id = ?3 AND status IN ('pending', 'failed'))
                      WHERE id = ?1",
                     params![eid, now_ms, conv],
-                )
-                .map_err(backend)?;
+                )?;
                 Ok(())
             })
             .await?;

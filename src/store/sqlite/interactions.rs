@@ -109,13 +109,12 @@ impl SqliteStore {
                             params![req.interaction_id, req.idempotency_key],
                             |r| Ok((r.get(0)?, r.get(1)?)),
                         )
-                        .optional()
-                        .map_err(backend)?;
+                        .optional()?;
                     if let Some((hash, result)) = prior {
                         if hash != req.body_hash {
                             return Err(StoreError::Rejected(Rejection::IdempotencyConflict));
                         }
-                        let v = serde_json::from_str(&result).map_err(backend)?;
+                        let v = serde_json::from_str(&result)?;
                         return Ok((AnswerOutcome::Repeated(v), Vec::new(), Vec::new(), None));
                     }
                     if i.status_at(req.now_ms) != "pending" {
@@ -141,8 +140,7 @@ impl SqliteStore {
                     c.execute(
                         "INSERT INTO interaction_idempotency (interaction_id, key, body_hash, result) VALUES (?1, ?2, ?3, ?4)",
                         params![req.interaction_id, req.idempotency_key, req.body_hash, answered.to_json(req.now_ms).to_string()],
-                    )
-                    .map_err(backend)?;
+                    )?;
                     Ok((AnswerOutcome::Answered(Box::new(answered)), fx.stream, fx.api, fx.hot))
                 }, |t| t.3.take())
                 .await?;
@@ -183,8 +181,7 @@ impl SqliteStore {
                                 params![req.event_id, key],
                                 |r| r.get(0),
                             )
-                            .optional()
-                            .map_err(backend)?;
+                            .optional()?;
                         if let Some(p) = prior {
                             let out = super::repeated_reply(&p, &req.body_hash)?;
                             return Ok((out, Vec::new(), Vec::new()));
@@ -192,8 +189,7 @@ impl SqliteStore {
                     }
                     let uses: i64 = c
                         .query_row("SELECT uses FROM response_uses WHERE event_id = ?1", [&req.event_id], |r| r.get(0))
-                        .optional()
-                        .map_err(backend)?
+                        .optional()?
                         .unwrap_or(0);
                     if uses >= req.max_uses as i64 {
                         return Ok((ReplyOutcome::UsedUp, Vec::new(), Vec::new()));
@@ -227,7 +223,7 @@ impl SqliteStore {
                         }
                         Reply::Delete => {
                             let m = load_message(c, &req.message_id)?;
-                            c.execute("UPDATE messages SET deleted = 1 WHERE id = ?1", [&m.id]).map_err(backend)?;
+                            c.execute("UPDATE messages SET deleted = 1 WHERE id = ?1", [&m.id])?;
                             writer_cache::forget_message(&m.id);
                             api = inbox::after_reply(c, &m, true, window, req.now_ms)?;
                             entries.push(append_stream(
@@ -243,15 +239,13 @@ impl SqliteStore {
                         "INSERT INTO response_uses (event_id, uses) VALUES (?1, 1)
                          ON CONFLICT(event_id) DO UPDATE SET uses = uses + 1",
                         [&req.event_id],
-                    )
-                    .map_err(backend)?;
+                    )?;
                     let result = serde_json::json!({ "message": result_msg });
                     if let Some(key) = &req.idempotency_key {
                         c.execute(
                             "INSERT INTO response_idempotency (event_id, key, result) VALUES (?1, ?2, ?3)",
                             params![req.event_id, key, super::reply_record(&result, &req.body_hash)],
-                        )
-                        .map_err(backend)?;
+                        )?;
                     }
                     Ok((ReplyOutcome::Applied(result), entries, api))
                 })

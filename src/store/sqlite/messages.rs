@@ -14,17 +14,15 @@ impl SqliteStore {
         Box::pin(async move {
             let events = self
                 .write(move |c| {
-                    let member = serde_json::to_string(&member).map_err(backend)?;
+                    let member = serde_json::to_string(&member)?;
                     let n = c
-                        .execute("UPDATE conversations SET taken_over_by = ?2 WHERE id = ?1", params![cid, member])
-                        .map_err(backend)?;
+                        .execute("UPDATE conversations SET taken_over_by = ?2 WHERE id = ?1", params![cid, member])?;
                     if n == 0 {
                         return Err(StoreError::NotFound);
                     }
                     let pending: Vec<String> = c
                         .prepare("SELECT id FROM interactions WHERE conversation_id = ?1 AND status = 'pending'")
-                        .and_then(|mut s| s.query_map([&cid], |r| r.get(0)).and_then(|rows| rows.collect()))
-                        .map_err(backend)?;
+                        .and_then(|mut s| s.query_map([&cid], |r| r.get(0)).and_then(|rows| rows.collect()))?;
                     let mut api = Vec::new();
                     let mut out = Vec::new();
                     for id in pending {
@@ -37,8 +35,7 @@ impl SqliteStore {
                         .and_then(|mut s| {
                             s.query_map([&cid], |r| parse_message(&r.get::<_, String>(0)?, r.get(1)?))
                                 .and_then(|rows| rows.collect())
-                        })
-                        .map_err(backend)?;
+                        })?;
                     for mut m in msgs {
                         if m.take_over(now_ms) {
                             save_message(c, &m)?;
@@ -75,8 +72,7 @@ impl SqliteStore {
                             )
                             .and_then(|mut s| {
                                 s.query_row([&msg.conversation_id], |r| r.get::<_, bool>(0))
-                            })
-                            .map_err(backend)?;
+                            })?;
                         if !exists {
                             return Err(StoreError::NotFound);
                         }

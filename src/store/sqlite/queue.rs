@@ -14,8 +14,7 @@ pub(super) fn insert_event(conn: &Connection, e: NewEvent) -> StoreResult<Option
             .prepare_cached(
                 "SELECT EXISTS (SELECT 1 FROM events INDEXED BY events_active_by_conversation WHERE conversation_id = ?1 AND status IN ('pending', 'failed'))",
             )
-            .and_then(|mut s| s.query_row([&e.conversation_id], |r| r.get(0)))
-            .map_err(backend)?,
+            .and_then(|mut s| s.query_row([&e.conversation_id], |r| r.get(0)))?,
     };
     conn.prepare_cached(
         "INSERT INTO events (id, chatbot_id, conversation_id, type, payload, created_at, status, attempts, next_attempt_at, is_head)
@@ -31,8 +30,7 @@ pub(super) fn insert_event(conn: &Connection, e: NewEvent) -> StoreResult<Option
             e.created_at,
             !behind
         ])
-    })
-    .map_err(backend)?;
+    })?;
     match known {
         Some(n) => writer_cache::set_active(&e.conversation_id, n + 1),
         None if !behind => writer_cache::set_active(&e.conversation_id, 1),
@@ -82,14 +80,12 @@ pub(super) fn promote_next(
                 ))
             })
             .optional()
-        })
-        .map_err(backend)?;
+        })?;
     let Some((c, at, false)) = next else {
         return Ok((None, next.is_some()));
     };
     conn.prepare_cached("UPDATE events SET is_head = 1 WHERE seq = ?1")
-        .and_then(|mut s| s.execute([c.seq]))
-        .map_err(backend)?;
+        .and_then(|mut s| s.execute([c.seq]))?;
     Ok((Some((c, at)), true))
 }
 
@@ -187,8 +183,7 @@ impl SqliteStore {
                                 "UPDATE events SET status = ?2, attempts = max(attempts, ?3), next_attempt_at = ?4,
                                  is_head = ?5, leased_until = 0 WHERE seq = ?1 AND status IN ('pending', 'failed')",
                             )
-                            .and_then(|mut s| s.execute(args))
-                            .map_err(backend)?
+                            .and_then(|mut s| s.execute(args))?
                             == 1;
                         if !was_active {
                             // A late record of an event already ended, or
@@ -200,8 +195,7 @@ impl SqliteStore {
                                     "UPDATE events SET status = ?2, attempts = max(attempts, ?3), next_attempt_at = ?4,
                                      is_head = ?5, leased_until = 0 WHERE seq = ?1",
                                 )
-                                .and_then(|mut s| s.execute(args))
-                                .map_err(backend)?
+                                .and_then(|mut s| s.execute(args))?
                                 == 1;
                             if !exists {
                                 continue;
@@ -222,8 +216,7 @@ impl SqliteStore {
                                 rec.response_excerpt,
                                 rec.request_headers
                             ])
-                        })
-                        .map_err(backend)?;
+                        })?;
                         if let AttemptNext::RetryAt(t) = rec.next {
                             retries.push(t);
                         }
@@ -234,8 +227,7 @@ impl SqliteStore {
                                     "UPDATE chatbots SET endpoint_disabled = 1 WHERE id = (SELECT chatbot_id FROM events WHERE id = ?1)
                                      RETURNING id",
                                 )
-                                .and_then(|mut s| s.query_row([&rec.event_id], |r| r.get(0)))
-                                .map_err(backend)?;
+                                .and_then(|mut s| s.query_row([&rec.event_id], |r| r.get(0)))?;
                             gone.push(bot);
                         }
                         if is_head {

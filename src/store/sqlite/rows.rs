@@ -74,8 +74,7 @@ pub(super) fn load_message_uncached(conn: &Connection, id: &str) -> StoreResult<
         .and_then(|mut s| {
             s.query_row([id], |r| parse_message(&r.get::<_, String>(0)?, r.get(1)?))
                 .optional()
-        })
-        .map_err(backend)?
+        })?
         .ok_or(StoreError::NotFound)
 }
 
@@ -84,8 +83,7 @@ pub(super) fn load_message_uncached(conn: &Connection, id: &str) -> StoreResult<
 pub(super) fn save_message(conn: &Connection, m: &Message) -> StoreResult<String> {
     let doc = to_doc(m)?;
     conn.prepare_cached("UPDATE messages SET doc = ?2 WHERE id = ?1")
-        .and_then(|mut s| s.execute(params![m.id, doc]))
-        .map_err(backend)?;
+        .and_then(|mut s| s.execute(params![m.id, doc]))?;
     writer_cache::put_message(m, Some(Arc::from(doc.as_str())));
     Ok(doc)
 }
@@ -96,8 +94,7 @@ pub(super) fn insert_message(conn: &Connection, m: &Message) -> StoreResult<Stri
     conn.prepare_cached(
         "INSERT INTO messages (id, conversation_id, doc, created_at) VALUES (?1, ?2, ?3, ?4)",
     )
-    .and_then(|mut s| s.execute(params![m.id, m.conversation_id, doc, m.created_ms]))
-    .map_err(backend)?;
+    .and_then(|mut s| s.execute(params![m.id, m.conversation_id, doc, m.created_ms]))?;
     writer_cache::put_message(m, Some(Arc::from(doc.as_str())));
     Ok(doc)
 }
@@ -110,8 +107,7 @@ pub(super) fn append_stream(
 ) -> StoreResult<StreamEvent> {
     let seq = conn
         .prepare_cached("INSERT INTO stream_events (conversation_id, kind, data) VALUES (?1, ?2, ?3) RETURNING seq")
-        .and_then(|mut s| s.query_row(params![conversation_id, kind, data], |r| r.get(0)))
-        .map_err(backend)?;
+        .and_then(|mut s| s.query_row(params![conversation_id, kind, data], |r| r.get(0)))?;
     Ok(StreamEvent {
         seq,
         conversation_id: conversation_id.to_string(),

@@ -154,7 +154,7 @@ impl SqliteStore {
     ) -> StoreResult<T> {
         let conn = match self.readers.lock().pop() {
             Some(c) => c,
-            None => open(&self.path).map_err(backend)?,
+            None => open(&self.path)?,
         };
         let r = f(&conn).map_err(backend);
         let mut pool = self.readers.lock();
