@@ -158,7 +158,8 @@ async fn start_server_with(
                 })
                 .await?;
             let to = ctx.dir.join(format!("{mode}.db"));
-            std::fs::copy(template, &to)
+            super::preload::copy_synced(template, &to)
+                .await
                 .map_err(|e| format!("copying the preloaded store: {e}"))?;
             Some((p.conversations, *s))
         }
@@ -233,6 +234,13 @@ impl Server {
         self.child.stop().await;
         if let Some(admin) = &ctx.postgres {
             child::drop_postgres(admin, &self.db_url).await;
+        } else if self.preloaded.is_some()
+            && let Some(path) = self.db_url.strip_prefix("sqlite://")
+        {
+            // A preloaded store is gigabytes: the next mode makes its own.
+            for suffix in ["", "-wal", "-shm"] {
+                let _ = std::fs::remove_file(format!("{path}{suffix}"));
+            }
         }
     }
 }

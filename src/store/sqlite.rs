@@ -93,6 +93,9 @@ fn open(path: &str) -> rusqlite::Result<Connection> {
     // A job's SAVEPOINT journals the pages it touches: in memory, not in a
     // temporary file written through the kernel for every job.
     conn.pragma_update(None, "temp_store", "MEMORY")?;
+    // A full store's indexes outgrow the default 2 MB page cache (see
+    // `lifecycle::PAGE_CACHE_KIB`).
+    conn.pragma_update(None, "cache_size", -lifecycle::PAGE_CACHE_KIB)?;
     conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
     // Plans do not depend on bound values: a cached statement is not
     // prepared again each time a parameter (a timestamp, say) changes.

@@ -296,3 +296,34 @@ async fn a_lost_listening_connection_listens_again() {
     );
     stream.until(WAIT, |e| e.event == "message.updated").await;
 }
+
+#[actix_web::test]
+async fn an_erasure_on_a_refuses_the_token_on_b_and_ends_its_stream_there() {
+    let (a, b) = two_instances(|_| {}).await;
+    let rx = Receiver::start().await;
+    let bot = a.create_bot(&rx.url).await;
+    let conv = a.create_conv(&bot).await;
+    a.buttons(&bot, &conv, false).await;
+    let messages = format!("/widget/v1/conversations/{}/messages", conv.id);
+    assert_eq!(b.get(&messages, &conv.token).await.status(), 200);
+    let mut stream = Sse::connect_at(&b.address, &b, &conv, None).await;
+    let r = a
+        .client
+        .delete(a.url(&format!("/api/v1/conversations/{}", conv.id)))
+        .bearer_auth(&bot.api_key)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 204);
+    let erased = Instant::now();
+    assert_eq!(
+        b.get(&messages, &conv.token).await.status(),
+        401,
+        "B refuses the token at once"
+    );
+    // Without the erasure heard, B's stream would go on with a keep-alive
+    // every 2 s (and look in the store every 1 s, finding nothing new).
+    assert!(stream.ended(WAIT).await, "B's stream ended");
+    let took = erased.elapsed();
+    assert!(took < PROMPT, "B's stream ended after {took:?}");
+}
