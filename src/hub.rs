@@ -29,15 +29,28 @@ pub struct Hub {
 
 /// Conversation ids marked when an erasure begins, kept for [`ERASED_KEPT`]
 /// (longer than any lease, so every delivery claimed before the erasure
-/// has come to the dispatcher by then). Ids are never reused.
-#[derive(Default)]
-pub struct Erased(parking_lot::Mutex<std::collections::HashMap<String, std::time::Instant>>);
+/// has come to the dispatcher by then). Ids are never reused. Once an
+/// erasure has committed it is announced: the conversation's open widget
+/// streams end.
+pub struct Erased {
+    marks: parking_lot::Mutex<std::collections::HashMap<String, std::time::Instant>>,
+    ended: broadcast::Sender<String>,
+}
+
+impl Default for Erased {
+    fn default() -> Self {
+        Self {
+            marks: Default::default(),
+            ended: broadcast::channel(256).0,
+        }
+    }
+}
 
 pub const ERASED_KEPT: std::time::Duration = std::time::Duration::from_secs(15 * 60);
 
 impl Erased {
     pub fn mark(&self, conversation_id: &str) {
-        let mut m = self.0.lock();
+        let mut m = self.marks.lock();
         let now = std::time::Instant::now();
         m.retain(|_, at| now.duration_since(*at) < ERASED_KEPT);
         m.insert(conversation_id.to_string(), now);
@@ -46,12 +59,27 @@ impl Erased {
     /// The erasure did not happen (the conversation was not found, or the
     /// store failed): its deliveries go out again.
     pub fn unmark(&self, conversation_id: &str) {
-        self.0.lock().remove(conversation_id);
+        self.marks.lock().remove(conversation_id);
     }
 
     pub fn contains(&self, conversation_id: &str) -> bool {
-        let m = self.0.lock();
+        let m = self.marks.lock();
         !m.is_empty() && m.contains_key(conversation_id)
+    }
+
+    /// The erasure of `conversation_id` committed (here, or on another
+    /// instance that said so): marked if it was not, and its open streams
+    /// end.
+    pub fn announce(&self, conversation_id: &str) {
+        if !self.contains(conversation_id) {
+            self.mark(conversation_id);
+        }
+        let _ = self.ended.send(conversation_id.to_string());
+    }
+
+    /// Erasures announced from now on.
+    pub fn subscribe(&self) -> broadcast::Receiver<String> {
+        self.ended.subscribe()
     }
 }
 

@@ -53,7 +53,7 @@ impl Child {
                 return Err(format!(
                     "`{} {}` did not start; its log:\n{tail}",
                     exe.display(),
-                    args.join(" ")
+                    shown(args).join(" ")
                 ));
             }
         };
@@ -90,6 +90,24 @@ impl Child {
             let _ = self.proc.kill().await;
         }
     }
+}
+
+/// Arguments as they may be printed: a database URL's password and the
+/// admin token masked.
+fn shown(args: &[String]) -> Vec<String> {
+    let mut out = Vec::with_capacity(args.len());
+    let mut secret_next = false;
+    for a in args {
+        out.push(if secret_next {
+            "***".to_string()
+        } else if a.contains("://") {
+            crate::config::redact_url(a)
+        } else {
+            a.clone()
+        });
+        secret_next = a == "--admin-token";
+    }
+    out
 }
 
 /// User plus system CPU seconds a process has used (`/proc/<pid>/stat`).
@@ -154,11 +172,19 @@ pub fn load_average() -> f64 {
 /// the JSON report goes).
 async fn admin(url: &str) -> Result<sqlx::PgConnection, String> {
     use sqlx::ConnectOptions;
-    let opts: sqlx::postgres::PgConnectOptions = url.parse().map_err(|e| format!("{url}: {e}"))?;
+    let shown = crate::config::redact_url(url);
+    let opts: sqlx::postgres::PgConnectOptions = url.parse().map_err(|e: sqlx::Error| {
+        format!("{shown}: {}", crate::config::redact_in(&e.to_string(), url))
+    })?;
     opts.disable_statement_logging()
         .connect()
         .await
-        .map_err(|e| format!("cannot connect to {url}: {e}"))
+        .map_err(|e| {
+            format!(
+                "cannot connect to {shown}: {}",
+                crate::config::redact_in(&e.to_string(), url)
+            )
+        })
 }
 
 /// A fresh, empty PostgreSQL database on the server of `url`; returns its URL.
@@ -168,7 +194,12 @@ pub async fn fresh_postgres(url: &str) -> Result<String, String> {
     sqlx::query(&format!("CREATE DATABASE {name}"))
         .execute(&mut conn)
         .await
-        .map_err(|e| format!("cannot create a database on {url}: {e}"))?;
+        .map_err(|e| {
+            format!(
+                "cannot create a database on {}: {e}",
+                crate::config::redact_url(url)
+            )
+        })?;
     let (base, query) = match url.split_once('?') {
         Some((b, q)) => (b, format!("?{q}")),
         None => (url, String::new()),
@@ -194,5 +225,31 @@ pub async fn drop_postgres(admin_url: &str, db_url: &str) {
         let _ = sqlx::query(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
             .execute(&mut conn)
             .await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn printed_arguments_hold_no_credential() {
+        let args: Vec<String> = [
+            "serve",
+            "--database",
+            "postgres://app:hunter2@db:5432/x",
+            "--admin-token",
+            "adm_secret",
+            "--addr",
+            "127.0.0.1:0",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        let shown = super::shown(&args).join(" ");
+        assert!(
+            !shown.contains("hunter2") && !shown.contains("adm_secret"),
+            "{shown}"
+        );
+        assert!(shown.contains("postgres://app:***@db:5432/x"), "{shown}");
+        assert!(shown.contains("--addr 127.0.0.1:0"), "{shown}");
     }
 }

@@ -1,8 +1,17 @@
 //! The load generator: clicks over HTTP/1.1 keep-alive connections, in a
 //! closed loop (C workers, one click in flight each) or an open loop (a
 //! fixed arrival rate, timed from the schedule).
+//!
+//! With several server instances the bench is its own load balancer: a
+//! conversation's k-th click goes to instance `(conversation + k) % N`, so
+//! its clicks spread evenly over the instances and every two consecutive
+//! ones land on different instances (a global round-robin would pin a
+//! conversation to one instance whenever the worker count is a multiple
+//! of N). The clicks alternate between the message's two buttons, so that
+//! the receiver can tell a conversation's events apart and check their order.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -13,12 +22,45 @@ use tokio::sync::mpsc;
 
 use super::receiver::Tracker;
 
-/// One conversation's click, ready to send.
+/// The two buttons a conversation's clicks alternate between, by the
+/// parity of the click's number: the receiver checks it (see
+/// [`super::check`]).
+pub const ACTIONS: [&str; 2] = ["approve", "deny"];
+
+/// One conversation's click, ready to send to any instance.
 pub struct Target {
     pub idx: usize,
-    pub url: reqwest::Url,
+    /// The click's URL on each instance.
+    pub urls: Vec<reqwest::Url>,
     pub auth: Option<HeaderValue>,
-    pub body: Bytes,
+    /// The body of a click on each of [`ACTIONS`].
+    pub bodies: [Bytes; 2],
+    /// Clicks sent on this conversation so far.
+    clicks: AtomicU64,
+}
+
+impl Target {
+    pub fn new(
+        idx: usize,
+        urls: Vec<reqwest::Url>,
+        auth: Option<HeaderValue>,
+        bodies: [Bytes; 2],
+    ) -> Self {
+        Self {
+            idx,
+            urls,
+            auth,
+            bodies,
+            clicks: AtomicU64::new(0),
+        }
+    }
+
+    /// The next click: the instance it goes to and which button.
+    fn next(&self) -> (&reqwest::Url, usize) {
+        let k = self.clicks.fetch_add(1, Ordering::Relaxed) as usize;
+        let n = self.urls.len().max(1);
+        (&self.urls[(self.idx + k) % n], k % 2)
+    }
 }
 
 /// What a load run got back.
@@ -64,11 +106,16 @@ pub fn client(connections: usize) -> Result<reqwest::Client, String> {
         .map_err(|e| e.to_string())
 }
 
-async fn send(client: &reqwest::Client, t: &Target) -> Result<(), String> {
+async fn send(
+    client: &reqwest::Client,
+    t: &Target,
+    url: &reqwest::Url,
+    action: usize,
+) -> Result<(), String> {
     let mut req = client
-        .post(t.url.clone())
+        .post(url.clone())
         .header(CONTENT_TYPE, "application/json")
-        .body(t.body.clone());
+        .body(t.bodies[action].clone());
     if let Some(a) = &t.auth {
         req = req.header(AUTHORIZATION, a.clone());
     }
@@ -94,8 +141,9 @@ async fn click(
     at: Instant,
     out: &mut Sent,
 ) {
-    tracker.sent(t.idx, at);
-    match send(client, t).await {
+    let (url, action) = t.next();
+    tracker.sent(t.idx, at, action);
+    match send(client, t, url, action).await {
         Ok(()) => out.accepted += 1,
         Err(e) => {
             tracker.unsent(t.idx);
@@ -218,15 +266,18 @@ async fn post(
 }
 
 /// A chatbot sending to `webhook_url` and `n` conversations, each with one
-/// message of buttons that stay on after a click; returns one target each.
+/// message of buttons that stay on after a click, made through the first of
+/// `bases` (the instances share one database); returns one target each,
+/// with its click URL on every instance.
 pub async fn setup_blockhook(
     client: &reqwest::Client,
-    base: &str,
+    bases: &[String],
     admin_token: &str,
     webhook_url: &str,
     n: usize,
     tracker: &Tracker,
 ) -> Result<Vec<Target>, String> {
+    let base = bases.first().ok_or("no server")?;
     let bot = post(
         client,
         format!("{base}/api/v1/chatbots"),
@@ -236,10 +287,10 @@ pub async fn setup_blockhook(
     .await?;
     let bot_id = bot["id"].as_str().unwrap_or_default().to_string();
     let key = bot["api_key"].as_str().unwrap_or_default().to_string();
-    let body = Bytes::from_static(br#"{"block_id":"b1","action_id":"approve"}"#);
+    let bodies = ACTIONS.map(|a| Bytes::from(format!(r#"{{"block_id":"b1","action_id":"{a}"}}"#)));
     let made = futures_util::stream::iter(0..n)
         .map(|idx| {
-            let (bot_id, key, body) = (&bot_id, &key, body.clone());
+            let (bot_id, key, bodies) = (&bot_id, &key, bodies.clone());
             async move {
                 let conv = post(
                     client,
@@ -261,16 +312,20 @@ pub async fn setup_blockhook(
                 )
                 .await?;
                 let mid = msg["id"].as_str().unwrap_or_default();
-                let url = format!("{base}/widget/v1/messages/{mid}/clicks");
+                let urls = bases
+                    .iter()
+                    .map(|b| {
+                        let url = format!("{b}/widget/v1/messages/{mid}/clicks");
+                        url.parse().map_err(|e| format!("{url}: {e}"))
+                    })
+                    .collect::<Result<Vec<_>, String>>()?;
                 tracker.register(cid, idx);
-                Ok::<_, String>(Target {
+                Ok::<_, String>(Target::new(
                     idx,
-                    url: url.parse().map_err(|e| format!("{url}: {e}"))?,
-                    auth: Some(
-                        HeaderValue::from_str(&format!("Bearer {vt}")).map_err(|e| e.to_string())?,
-                    ),
-                    body,
-                })
+                    urls,
+                    Some(HeaderValue::from_str(&format!("Bearer {vt}")).map_err(|e| e.to_string())?),
+                    bodies,
+                ))
             }
         })
         .buffer_unordered(8)
@@ -291,14 +346,12 @@ pub fn setup_floor(base: &str, n: usize, tracker: &Tracker) -> Result<Vec<Target
         .map(|idx| {
             let cid = format!("floor_{idx}");
             tracker.register(&cid, idx);
-            Target {
-                idx,
-                url: url.clone(),
-                auth: None,
-                body: Bytes::from(format!(
-                    r#"{{"conversation_id":"{cid}","block_id":"b1","action_id":"approve"}}"#
-                )),
-            }
+            let bodies = ACTIONS.map(|a| {
+                Bytes::from(format!(
+                    r#"{{"conversation_id":"{cid}","block_id":"b1","action_id":"{a}"}}"#
+                ))
+            });
+            Target::new(idx, vec![url.clone()], None, bodies)
         })
         .collect())
 }

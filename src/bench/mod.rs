@@ -6,6 +6,7 @@
 //! of what this machine can do at all — measured before and, when the closed
 //! loop runs, again after it, so that the share is of the two runs' mean.
 
+pub mod check;
 pub mod child;
 pub mod floor;
 pub mod load;
@@ -13,6 +14,7 @@ pub mod modes;
 pub mod preload;
 pub mod receiver;
 pub mod report;
+pub mod server;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -65,6 +67,12 @@ pub struct BenchArgs {
     /// --rate, for --duration) clicks.
     #[arg(long)]
     pub purge: Option<u64>,
+    /// Server processes on the one database, behind the bench's own
+    /// round-robin; 2 or more need a postgres:// database. A list (`1,2`)
+    /// runs each mode once per count, so that the figures stand side by
+    /// side.
+    #[arg(long, value_delimiter = ',', default_value = "1")]
+    pub instances: Vec<usize>,
     /// Print one JSON object per line and mode instead of the table.
     #[arg(long, default_value_t = false)]
     pub json: bool,
@@ -78,6 +86,8 @@ pub struct Plan {
     pub open: Option<(f64, Duration)>,
     pub backlog: Option<u64>,
     pub purge: Option<u64>,
+    /// Instance counts each mode runs with, in order.
+    pub instances: Vec<usize>,
 }
 
 pub const DEFAULT_CLICKS: u64 = 100_000;
@@ -120,7 +130,22 @@ impl Plan {
                 a.backlog
             },
             purge: a.purge,
+            instances: a.instances.clone(),
         };
+        if plan.instances.is_empty() || plan.instances.contains(&0) {
+            return Err("--instances must be at least 1".into());
+        }
+        let shared =
+            a.database.starts_with("postgres://") || a.database.starts_with("postgresql://");
+        if plan.instances.iter().any(|&n| n > 1) && !shared {
+            return Err(
+                "--instances 2 or more needs a database the instances share: --database postgres://…"
+                    .into(),
+            );
+        }
+        if plan.purge.is_some() && plan.instances != [1] {
+            return Err("--purge measures one instance; leave out --instances".into());
+        }
         if plan.floor_clicks == 0
             || plan.closed == Some(0)
             || plan.backlog == Some(0)
@@ -156,12 +181,22 @@ pub async fn run(args: BenchArgs) -> Result<i32, String> {
     let mut reports: Vec<ModeReport> = Vec::new();
     eprintln!("bench: floor, {} clicks", plan.floor_clicks);
     reports.push(modes::floor(&ctx, "floor", plan.floor_clicks).await?);
+    let of = |n: usize| {
+        if n > 1 {
+            format!(", {n} instances")
+        } else {
+            String::new()
+        }
+    };
     if let Some(n) = plan.closed {
-        eprintln!(
-            "bench: closed loop, {n} clicks, concurrency {}",
-            ctx.concurrency
-        );
-        reports.push(modes::closed(&ctx, n).await?);
+        for &i in &plan.instances {
+            eprintln!(
+                "bench: closed loop, {n} clicks, concurrency {}{}",
+                ctx.concurrency,
+                of(i)
+            );
+            reports.push(modes::closed(&ctx, n, i).await?);
+        }
         // The floor again, so that the closed loop stands between two
         // measures of the machine: a drift of its speed (other tenants,
         // page cache, CPU frequency) is averaged out instead of counted.
@@ -169,12 +204,16 @@ pub async fn run(args: BenchArgs) -> Result<i32, String> {
         reports.push(modes::floor(&ctx, "floor_after", plan.floor_clicks).await?);
     }
     if let Some((rate, dur)) = plan.open {
-        eprintln!("bench: open loop, {rate}/s for {dur:?}");
-        reports.push(modes::open(&ctx, rate, dur).await?);
+        for &i in &plan.instances {
+            eprintln!("bench: open loop, {rate}/s for {dur:?}{}", of(i));
+            reports.push(modes::open(&ctx, rate, dur, i).await?);
+        }
     }
     if let Some(n) = plan.backlog {
-        eprintln!("bench: backlog of {n} clicks");
-        reports.push(modes::backlog(&ctx, n).await?);
+        for &i in &plan.instances {
+            eprintln!("bench: backlog of {n} clicks{}", of(i));
+            reports.push(modes::backlog(&ctx, n, i).await?);
+        }
     }
     if let Some(n) = plan.purge {
         let rate = args.rate.unwrap_or(DEFAULT_RATE);
@@ -189,14 +228,18 @@ pub async fn run(args: BenchArgs) -> Result<i32, String> {
         .map(ModeReport::throughput)
         .collect();
     let floor_per_s = floor_runs.iter().sum::<f64>() / floor_runs.len().max(1) as f64;
-    let closed_per_s = reports
-        .iter()
-        .find(|r| r.mode == "closed")
-        .map(|r| r.delivered_per_s);
-    for r in &mut reports {
+    let closed_per_s = |instances: usize| {
+        reports
+            .iter()
+            .find(|r| r.mode == "closed" && r.instances == instances)
+            .map(|r| r.delivered_per_s)
+    };
+    let closed_per_s: Vec<Option<f64>> =
+        reports.iter().map(|r| closed_per_s(r.instances)).collect();
+    for (r, closed) in reports.iter_mut().zip(closed_per_s) {
         r.set_floor(floor_per_s, &floor_runs);
         if r.mode == "backlog" && r.delivered_per_s > 0.0 {
-            r.drain_vs_closed = closed_per_s.map(|c| r.delivered_per_s / c);
+            r.drain_vs_closed = closed.map(|c| r.delivered_per_s / c);
         }
     }
     if args.json {
@@ -205,8 +248,18 @@ pub async fn run(args: BenchArgs) -> Result<i32, String> {
         }
     } else {
         println!(
-            "blockhook bench: {} database{}, {} conversations, {} cores, load average {:.2}",
+            "blockhook bench: {} database{}{}, {} conversations, {} cores, load average {:.2}",
             ctx.db_label,
+            match plan.instances.as_slice() {
+                [1] => String::new(),
+                l => format!(
+                    ", {} instances",
+                    l.iter()
+                        .map(|n| n.to_string())
+                        .collect::<Vec<_>>()
+                        .join(" and ")
+                ),
+            },
             if ctx.preload > 0 {
                 format!(" preloaded with {} conversations", ctx.preload)
             } else {
@@ -263,5 +316,25 @@ mod tests {
         assert_eq!(p.backlog, Some(10));
         assert_eq!(p.open, Some((DEFAULT_RATE, Duration::from_secs(2))));
         assert_eq!(p.floor_clicks, 10);
+        assert_eq!(p.instances, vec![1]);
+    }
+
+    fn refused(args: &[&str]) -> String {
+        let mut v = vec!["bench"];
+        v.extend_from_slice(args);
+        Plan::of(&P::parse_from(v).a).expect_err("refused")
+    }
+
+    #[test]
+    fn several_instances_need_postgres() {
+        let pg = "postgres://u:p@127.0.0.1/x";
+        let p = plan(&["--instances", "1,2", "--database", pg]);
+        assert_eq!(p.instances, vec![1, 2]);
+        assert!(refused(&["--instances", "2"]).contains("postgres://"));
+        assert!(refused(&["--instances", "0", "--database", pg]).contains("at least 1"));
+        assert!(
+            refused(&["--instances", "2", "--purge", "5", "--database", pg])
+                .contains("one instance")
+        );
     }
 }

@@ -4,7 +4,7 @@
 //! A click's answer does not carry its event id, so arrivals are matched by
 //! conversation: each conversation has at most one click in flight and its
 //! events arrive in the order they were accepted, so the k-th arrival for a
-//! conversation belongs to its k-th click.
+//! conversation belongs to its k-th click — which [`super::check`] checks.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::net::TcpListener;
@@ -13,6 +13,8 @@ use std::time::{Duration, Instant};
 
 use actix_web::{App, HttpRequest, HttpResponse, HttpServer, web};
 use parking_lot::{Mutex, RwLock};
+
+use super::check::{Order, string_field};
 
 /// What the receiver saw since the last [`Tracker::reset`].
 #[derive(Debug, Default, Clone)]
@@ -26,12 +28,22 @@ pub struct Arrivals {
     pub unmatched: u64,
     /// A `webhook-id` seen before (at-least-once redelivery).
     pub duplicates: u64,
+    /// Arrivals that are not the event of their conversation's next click.
+    pub out_of_order: u64,
+}
+
+/// One conversation's clicks waiting for their events (when each was sent
+/// and which button), and the order of what arrived.
+#[derive(Default)]
+struct Conversation {
+    waiting: VecDeque<(Instant, usize)>,
+    order: Order,
 }
 
 /// Send times per conversation, and what arrived.
 pub struct Tracker {
     index: RwLock<HashMap<String, usize>>,
-    queues: Vec<Mutex<VecDeque<Instant>>>,
+    queues: Vec<Mutex<Conversation>>,
     arrivals: Mutex<Arrivals>,
     seen: Mutex<HashSet<Box<str>>>,
 }
@@ -41,7 +53,7 @@ impl Tracker {
         Arc::new(Self {
             index: RwLock::new(HashMap::with_capacity(conversations)),
             queues: (0..conversations)
-                .map(|_| Mutex::new(VecDeque::new()))
+                .map(|_| Mutex::new(Conversation::default()))
                 .collect(),
             arrivals: Mutex::new(Arrivals::default()),
             seen: Mutex::new(HashSet::new()),
@@ -53,17 +65,18 @@ impl Tracker {
         self.index.write().insert(conversation_id.to_string(), idx);
     }
 
-    /// A click on conversation `idx` is sent (or was scheduled) at `at`.
-    pub fn sent(&self, idx: usize, at: Instant) {
-        self.queues[idx].lock().push_back(at);
+    /// A click on conversation `idx`, on button `action` of
+    /// [`super::load::ACTIONS`], is sent (or was scheduled) at `at`.
+    pub fn sent(&self, idx: usize, at: Instant, action: usize) {
+        self.queues[idx].lock().waiting.push_back((at, action));
     }
 
     /// The last click on `idx` was refused: no event will come for it.
     pub fn unsent(&self, idx: usize) {
-        self.queues[idx].lock().pop_back();
+        self.queues[idx].lock().waiting.pop_back();
     }
 
-    fn arrived(&self, body: &[u8], webhook_id: Option<&[u8]>, at: Instant) {
+    pub(super) fn arrived(&self, body: &[u8], webhook_id: Option<&[u8]>, at: Instant) {
         if let Some(id) = webhook_id.and_then(|b| std::str::from_utf8(b).ok())
             && !self.seen.lock().insert(id.into())
         {
@@ -71,10 +84,17 @@ impl Tracker {
             return;
         }
         let idx = conversation_of(body).and_then(|c| self.index.read().get(c).copied());
-        let sent = idx.and_then(|i| self.queues[i].lock().pop_front());
+        let sent = idx.and_then(|i| {
+            let mut q = self.queues[i].lock();
+            let (at, action) = q.waiting.pop_front()?;
+            Some((at, q.order.next(action, body)))
+        });
         let mut a = self.arrivals.lock();
         match sent {
-            Some(sent) => {
+            Some((sent, in_order)) => {
+                if !in_order {
+                    a.out_of_order += 1;
+                }
                 a.latencies_us
                     .push(at.saturating_duration_since(sent).as_micros() as u64);
                 a.matched += 1;
@@ -113,10 +133,7 @@ impl Tracker {
 
 /// The `conversation_id` of an event body, found without parsing the JSON.
 pub fn conversation_of(body: &[u8]) -> Option<&str> {
-    const KEY: &[u8] = b"\"conversation_id\":\"";
-    let start = body.windows(KEY.len()).position(|w| w == KEY)? + KEY.len();
-    let len = body[start..].iter().position(|&b| b == b'"')?;
-    std::str::from_utf8(&body[start..start + len]).ok()
+    string_field(body, "conversation_id")
 }
 
 async fn hook(req: HttpRequest, body: web::Bytes, t: web::Data<Arc<Tracker>>) -> HttpResponse {
@@ -179,8 +196,8 @@ mod tests {
         t.register("c0", 0);
         t.register("c1", 1);
         let t0 = Instant::now();
-        t.sent(0, t0);
-        t.sent(0, t0 + Duration::from_millis(5));
+        t.sent(0, t0, 0);
+        t.sent(0, t0 + Duration::from_millis(5), 1);
         let body = br#"{"conversation_id":"c0"}"#;
         t.arrived(body, Some(b"e1"), t0 + Duration::from_millis(10));
         t.arrived(body, Some(b"e1"), t0 + Duration::from_millis(11));

@@ -2,6 +2,8 @@
 
 use serde::Serialize;
 
+use super::check::Check;
+
 /// End-to-end latency percentiles in milliseconds.
 #[derive(Debug, Clone, Copy, Default, Serialize)]
 pub struct Percentiles {
@@ -39,6 +41,9 @@ pub struct ModeReport {
     /// `sqlite`, `postgres`, or `none` for the floor.
     pub database: &'static str,
     pub conversations: usize,
+    /// Server processes on the one database, behind the bench's
+    /// round-robin (1 for the floor).
+    pub instances: usize,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub concurrency: Option<usize>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -48,8 +53,12 @@ pub struct ModeReport {
     pub accepted: u64,
     pub delivered: u64,
     pub errors: u64,
-    pub unmatched: u64,
-    pub duplicates: u64,
+    /// No loss, no duplicate, each conversation's events in click order
+    /// (`lost`, `duplicates`, `out_of_order`, `unmatched`).
+    #[serde(flatten)]
+    pub check: Check,
+    /// The check passed and every click was accepted.
+    pub consistent: bool,
     pub accepted_per_s: f64,
     /// Deliveries per second, first to last arrival at the receiver (in
     /// the backlog mode: the drain after the receiver came back).
@@ -62,8 +71,10 @@ pub struct ModeReport {
     pub floor_runs_per_s: Vec<f64>,
     /// min(accepted_per_s, delivered_per_s) over `floor_per_s`.
     pub floor_ratio: f64,
+    /// CPU of the server processes, summed over the instances.
     pub server_cpu_s: f64,
     pub server_cpu_us_per_click: f64,
+    /// Peak RSS, summed over the instances.
     pub server_peak_rss_mb: f64,
     /// CPU of the bench process itself (load generator and receiver).
     pub bench_cpu_s: f64,
@@ -106,9 +117,9 @@ impl ModeReport {
         self.accepted_per_s.min(self.delivered_per_s)
     }
 
-    /// Every accepted click delivered once, nothing unexplained.
+    /// Every click accepted, and delivered once and in order.
     pub fn consistent(&self) -> bool {
-        self.errors == 0 && self.unmatched == 0 && self.delivered == self.accepted
+        self.errors == 0 && self.check.passed() && self.delivered == self.accepted
     }
 
     pub fn set_floor(&mut self, floor_per_s: f64, runs: &[f64]) {
@@ -134,8 +145,9 @@ fn floor_share(r: &ModeReport) -> String {
 /// The table for people.
 pub fn table(reports: &[ModeReport]) -> String {
     let mut s = format!(
-        "{:<11} {:>8} {:>9} {:>11} {:>12} {:>7} {:>7} {:>7} {:>8} {:>6} {:>7} {:>8} {:>8}\n",
+        "{:<11} {:>4} {:>8} {:>9} {:>11} {:>12} {:>7} {:>7} {:>7} {:>8} {:>6} {:>7} {:>8} {:>8}\n",
         "mode",
+        "inst",
         "clicks",
         "load",
         "accepted/s",
@@ -156,8 +168,9 @@ pub fn table(reports: &[ModeReport]) -> String {
             _ => String::new(),
         };
         s.push_str(&format!(
-            "{:<11} {:>8} {:>9} {:>11.0} {:>12.0} {:>7.2} {:>7.2} {:>7.2} {:>8.1} {:>6} {:>7.2} {:>8.1} {:>8.1}\n",
+            "{:<11} {:>4} {:>8} {:>9} {:>11.0} {:>12.0} {:>7.2} {:>7.2} {:>7.2} {:>8.1} {:>6} {:>7.2} {:>8.1} {:>8.1}\n",
             r.mode,
+            r.instances,
             r.accepted,
             load,
             r.accepted_per_s,
@@ -187,16 +200,27 @@ pub fn table(reports: &[ModeReport]) -> String {
         ));
     }
     for r in reports {
+        let name = if r.instances > 1 {
+            format!("{} ×{}", r.mode, r.instances)
+        } else {
+            r.mode.to_string()
+        };
+        if !r.mode.starts_with("floor") {
+            s.push_str(&format!(
+                "{name}: check {}: {}\n",
+                if r.check.passed() { "passed" } else { "FAILED" },
+                r.check.describe()
+            ));
+        }
         if let Some(db) = r.database_cpu_s {
             s.push_str(&format!(
-                "{}: PostgreSQL used {db:.2} s of CPU besides ({:.1} µs/click)\n",
-                r.mode,
+                "{name}: PostgreSQL used {db:.2} s of CPU besides ({:.1} µs/click)\n",
                 db * 1e6 / r.accepted.max(1) as f64
             ));
         }
         if let (Some(rss), Some(resume)) = (r.backlog_rss_mb, r.resume_s) {
             s.push_str(&format!(
-                "backlog: RSS {rss:.1} MB with {} clicks queued; first delivery {resume:.2} s after the receiver came back; drain {:.0}/s",
+                "{name}: RSS {rss:.1} MB with {} clicks queued; first delivery {resume:.2} s after the receiver came back; drain {:.0}/s",
                 r.accepted, r.delivered_per_s
             ));
             if let Some(x) = r.drain_vs_closed {
@@ -218,12 +242,11 @@ pub fn table(reports: &[ModeReport]) -> String {
         }
         if !r.consistent() {
             s.push_str(&format!(
-                "{}: {} accepted, {} delivered, {} errors, {} unmatched{}\n",
-                r.mode,
+                "{name}: {} accepted, {} delivered, {} errors, {} unmatched{}\n",
                 r.accepted,
                 r.delivered,
                 r.errors,
-                r.unmatched,
+                r.check.unmatched,
                 r.first_error
                     .as_deref()
                     .map(|e| format!(" (first error: {e})"))

@@ -136,5 +136,7 @@ async fn erase_conversation(
         return Err(e.into());
     }
     st.hub.typing.lock().remove(cid.as_str());
+    // Its open streams here end (other instances hear it from the store).
+    st.hub.erased.announce(&cid);
     Ok(HttpResponse::NoContent().finish())
 }

@@ -28,6 +28,21 @@ pub enum StoreError {
     Backend(String),
 }
 
+/// A stored document that does not parse, or a document that does not
+/// serialise: a fault of the storage, as the backends' own errors.
+impl From<serde_json::Error> for StoreError {
+    fn from(e: serde_json::Error) -> Self {
+        StoreError::Backend(e.to_string())
+    }
+}
+
+/// The storage's files and threads (a directory, a thread spawned).
+impl From<std::io::Error> for StoreError {
+    fn from(e: std::io::Error) -> Self {
+        StoreError::Backend(e.to_string())
+    }
+}
+
 impl From<Rejection> for StoreError {
     fn from(r: Rejection) -> Self {
         StoreError::Rejected(r)

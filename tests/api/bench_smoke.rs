@@ -13,6 +13,12 @@ use serde_json::Value;
 /// Runs `blockhook bench ARGS` to the end (bounded) and returns its exit
 /// code and stdout, with its progress and errors (stderr) after it.
 fn bench(args: &[&str]) -> (i32, String) {
+    let (code, out, _) = bench_with_stderr(args);
+    (code, out)
+}
+
+/// [`bench`], and what it printed on stderr.
+fn bench_with_stderr(args: &[&str]) -> (i32, String, String) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_blockhook"))
         .arg("bench")
         .args(args)
@@ -53,18 +59,23 @@ fn bench(args: &[&str]) -> (i32, String) {
     if code != 0 {
         eprintln!("blockhook bench {args:?} exited {code}; stderr:\n{err}");
     }
-    (code, out)
+    (code, out, err)
 }
 
 /// The JSON report, one object per mode.
 fn reports(stdout: &str) -> HashMap<String, Value> {
+    all_reports(stdout)
+        .into_iter()
+        .map(|v| (v["mode"].as_str().expect("mode").to_string(), v))
+        .collect()
+}
+
+/// The JSON report, one object per line, in order.
+fn all_reports(stdout: &str) -> Vec<Value> {
     stdout
         .lines()
         .filter(|l| !l.trim().is_empty())
-        .map(|l| {
-            let v: Value = serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}"));
-            (v["mode"].as_str().expect("mode").to_string(), v)
-        })
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
         .collect()
 }
 
@@ -84,6 +95,11 @@ fn assert_consistent(r: &Value, clicks: u64) {
     );
     assert_eq!(r["errors"], 0, "{mode}: {r}");
     assert_eq!(r["unmatched"], 0, "{mode}: {r}");
+    // The check: none lost, none twice, each conversation in click order.
+    assert_eq!(r["lost"], 0, "{mode}: {r}");
+    assert_eq!(r["duplicates"], 0, "{mode}: {r}");
+    assert_eq!(r["out_of_order"], 0, "{mode}: {r}");
+    assert_eq!(r["consistent"], true, "{mode}: {r}");
     let e2e = &r["e2e_ms"];
     let (p50, p90, p99, max) = (
         num(e2e, "p50"),
@@ -204,5 +220,83 @@ fn the_table_names_every_mode_and_the_floor_share() {
             .iter()
             .any(|l| l.starts_with("floor:") && l.contains("before and after the closed loop")),
         "{out}"
+    );
+}
+
+/// Two server processes on one PostgreSQL database behind the bench's
+/// round-robin, next to one, in every mode: each accepted click delivered
+/// once, each conversation's events in click order although its
+/// consecutive clicks went to different instances.
+#[test]
+fn two_instances_on_postgres_lose_nothing_and_keep_order() {
+    let db = crate::helpers::postgres_admin_url();
+    let (code, out) = bench(&[
+        "--database",
+        &db,
+        "--instances",
+        "1,2",
+        "--clicks",
+        "300",
+        "--concurrency",
+        "8",
+        "--conversations",
+        "16",
+        "--rate",
+        "200",
+        "--duration",
+        "1s",
+        "--backlog",
+        "300",
+        "--warmup",
+        "50",
+        "--json",
+    ]);
+    assert_eq!(code, 0, "bench failed:\n{out}");
+    let all = all_reports(&out);
+    let runs: Vec<(&str, u64)> = all
+        .iter()
+        .map(|r| {
+            (
+                r["mode"].as_str().unwrap_or_default(),
+                r["instances"].as_u64().unwrap_or_default(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        runs,
+        [
+            ("floor", 1),
+            ("closed", 1),
+            ("closed", 2),
+            ("floor_after", 1),
+            ("open", 1),
+            ("open", 2),
+            ("backlog", 1),
+            ("backlog", 2),
+        ],
+        "{out}"
+    );
+    for r in &all {
+        let clicks = match r["mode"].as_str() {
+            Some("open") => 200,
+            _ => 300,
+        };
+        // The backlog too: delivered once the receiver is back, in order.
+        assert_consistent(r, clicks);
+        if r["mode"] != "floor" && r["mode"] != "floor_after" {
+            assert_eq!(r["database"], "postgres", "{r}");
+            assert!(num(r, "database_cpu_s") >= 0.0, "{r}");
+        }
+    }
+}
+
+#[test]
+fn two_instances_without_postgres_are_refused() {
+    let (code, out, err) = bench_with_stderr(&["--instances", "2", "--clicks", "10"]);
+    assert_ne!(code, 0, "{out}");
+    assert!(out.is_empty(), "nothing measured: {out}");
+    assert!(
+        err.contains("--instances 2 or more needs a database the instances share"),
+        "{err}"
     );
 }

@@ -200,3 +200,36 @@ async fn the_pool_holds_as_many_connections_as_configured() {
     let (all, _) = ssl_of_backends(&url).await;
     assert!((1..=3).contains(&all), "{all} connections");
 }
+
+/// A start that cannot connect — a wrong password, or no server on the
+/// port — says so without the URL's password, wherever the error quotes it.
+#[actix_web::test]
+async fn connection_errors_never_show_the_password() {
+    const SECRET: &str = "n0t-the-Passw0rd";
+    let url = fresh_postgres_database().await;
+    let wrong = url.replacen(":postgres@", &format!(":{SECRET}@"), 1);
+    assert!(wrong.contains(SECRET), "{wrong}");
+    let nothing_there = wrong.replacen("127.0.0.1:5432", "127.0.0.1:1", 1);
+    for url in [wrong, nothing_there] {
+        let out = tokio::time::timeout(
+            std::time::Duration::from_secs(90),
+            tokio::process::Command::new(env!("CARGO_BIN_EXE_blockhook"))
+                .args(["serve", "--addr", "127.0.0.1:0", "--database", &url])
+                .stdin(std::process::Stdio::null())
+                .kill_on_drop(true)
+                .output(),
+        )
+        .await
+        .expect("the start fails")
+        .unwrap();
+        assert!(!out.status.success());
+        let all = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(all.contains("cannot open postgres://"), "{all}");
+        assert!(all.contains(":***@"), "the URL is named, masked: {all}");
+        assert!(!all.contains(SECRET), "no password in {all}");
+    }
+}

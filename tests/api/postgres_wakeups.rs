@@ -296,3 +296,104 @@ async fn a_lost_listening_connection_listens_again() {
     );
     stream.until(WAIT, |e| e.event == "message.updated").await;
 }
+
+#[actix_web::test]
+async fn an_erasure_on_a_refuses_the_token_on_b_and_ends_its_stream_there() {
+    let (a, b) = two_instances(|_| {}).await;
+    let rx = Receiver::start().await;
+    let bot = a.create_bot(&rx.url).await;
+    let conv = a.create_conv(&bot).await;
+    a.buttons(&bot, &conv, false).await;
+    let messages = format!("/widget/v1/conversations/{}/messages", conv.id);
+    assert_eq!(b.get(&messages, &conv.token).await.status(), 200);
+    let mut stream = Sse::connect_at(&b.address, &b, &conv, None).await;
+    let r = a
+        .client
+        .delete(a.url(&format!("/api/v1/conversations/{}", conv.id)))
+        .bearer_auth(&bot.api_key)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 204);
+    let erased = Instant::now();
+    assert_eq!(
+        b.get(&messages, &conv.token).await.status(),
+        401,
+        "B refuses the token at once"
+    );
+    // Without the erasure heard, B's stream would go on with a keep-alive
+    // every 2 s (and look in the store every 1 s, finding nothing new).
+    assert!(stream.ended(WAIT).await, "B's stream ended");
+    let took = erased.elapsed();
+    assert!(took < PROMPT, "B's stream ended after {took:?}");
+}
+
+/// An answer committed while the other instance's listening connection is
+/// down (the database refuses new connections, so it cannot listen again
+/// yet) reaches `/api/v1/stream` on that instance once it listens again:
+/// the listener re-reads what changed around the loss, and this stream has
+/// no poll of its own to hide a loss.
+#[actix_web::test]
+async fn an_answer_committed_while_the_listener_is_down_is_told_after_it_listens_again() {
+    use sqlx::Connection;
+    let (a, b) = two_instances(|_| {}).await;
+    let rx = Receiver::start().await;
+    let bot = a.create_bot(&rx.url).await;
+    let conv = a.create_conv(&bot).await;
+    let mut events = api_stream(&b, &bot.api_key).await;
+    let msg = a.buttons(&bot, &conv, true).await;
+    let created = tokio::time::timeout(WAIT, events.recv())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(created.0, "interaction.created", "{created:?}");
+    let Database::Postgres(url) = &b.database else {
+        unreachable!()
+    };
+    let db = url.rsplit('/').next().unwrap().to_string();
+    let mut admin = sqlx::PgConnection::connect(&postgres_admin_url())
+        .await
+        .unwrap();
+    let allow = |on: bool| format!("ALTER DATABASE {db} WITH ALLOW_CONNECTIONS {on}");
+    sqlx::query(&allow(false))
+        .execute(&mut admin)
+        .await
+        .unwrap();
+    let cut: i64 = sqlx::query_scalar(
+        "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+         WHERE datname = $1 AND application_name = 'blockhook listener'",
+    )
+    .bind(&db)
+    .fetch_one(&mut admin)
+    .await
+    .unwrap();
+    assert_eq!(cut, 2, "each instance listens on one connection");
+    // A answers on a connection its pool already holds; B cannot listen.
+    let clicked = a
+        .click(&conv, msg["id"].as_str().unwrap(), "b1", "approve")
+        .await
+        .status();
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let listening: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM pg_stat_activity WHERE datname = $1 AND application_name = 'blockhook listener'",
+    )
+    .bind(&db)
+    .fetch_one(&mut admin)
+    .await
+    .unwrap();
+    sqlx::query(&allow(true)).execute(&mut admin).await.unwrap();
+    assert_eq!(clicked, 200);
+    assert_eq!(listening, 0, "no instance listened while refused");
+    let answered = tokio::time::timeout(WAIT, async {
+        loop {
+            let e = events.recv().await.unwrap();
+            if e.0 == "interaction.answered" {
+                return e;
+            }
+        }
+    })
+    .await
+    .expect("B's API stream is told the answer once B listens again");
+    assert_eq!(answered.1["id"], created.1["id"]);
+    assert_eq!(answered.1["status"], "answered");
+}

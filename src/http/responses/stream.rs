@@ -57,6 +57,15 @@ struct Cursor {
     last_poll: Instant,
     /// This stream's place among the visitor's streams.
     _slot: crate::limits::StreamSlot,
+    /// Erasures: the stream ends with its conversation's.
+    erasures: broadcast::Receiver<String>,
+    hub: Arc<crate::hub::Hub>,
+}
+
+/// What woke an idle stream.
+enum Woke {
+    Entry(Result<StreamEvent, broadcast::error::RecvError>),
+    Erased(Result<String, broadcast::error::RecvError>),
 }
 
 impl Cursor {
@@ -127,7 +136,26 @@ impl Cursor {
                 Some(p) => keep_alive_at.min(self.last_poll + p),
                 None => keep_alive_at,
             };
-            match tokio::time::timeout_at(wake, self.rx.recv()).await {
+            let (rx, erasures) = (&mut self.rx, &mut self.erasures);
+            let woke = tokio::time::timeout_at(wake, async {
+                tokio::select! {
+                    e = rx.recv() => Woke::Entry(e),
+                    x = erasures.recv() => Woke::Erased(x),
+                }
+            });
+            match woke.await {
+                Ok(Woke::Erased(Ok(cid))) => {
+                    if cid == self.conversation_id {
+                        return None;
+                    }
+                }
+                Ok(Woke::Erased(Err(broadcast::error::RecvError::Lagged(_)))) => {
+                    // Missed some: the marks still hold this one if it was.
+                    if self.hub.erased.contains(&self.conversation_id) {
+                        return None;
+                    }
+                }
+                Ok(Woke::Erased(Err(broadcast::error::RecvError::Closed))) => return None,
                 Err(_) => {
                     if Instant::now() >= keep_alive_at {
                         return Some(Bytes::from_static(b":\n\n"));
@@ -137,7 +165,7 @@ impl Cursor {
                         self.catch_up(after).await;
                     }
                 }
-                Ok(Ok(e)) => {
+                Ok(Woke::Entry(Ok(e))) => {
                     if e.conversation_id != self.conversation_id
                         || self.last_seq.is_some_and(|l| e.seq <= l)
                     {
@@ -148,11 +176,11 @@ impl Cursor {
                         self.ready.push_back(e);
                     }
                 }
-                Ok(Err(broadcast::error::RecvError::Lagged(_))) => {
+                Ok(Woke::Entry(Err(broadcast::error::RecvError::Lagged(_)))) => {
                     // Fell behind the in-memory signals: the store has it all.
                     self.behind = self.last_seq.is_some();
                 }
-                Ok(Err(broadcast::error::RecvError::Closed)) => return None,
+                Ok(Woke::Entry(Err(broadcast::error::RecvError::Closed))) => return None,
             }
         }
     }
@@ -194,6 +222,12 @@ pub async fn widget_stream(
     // Held by the stream's body: dropped, and the place freed, when the
     // connection ends.
     let slot = crate::http::guard::stream(&st, &v.0.id)?;
+    // Subscribed before the check: an erasure committed after the token
+    // was read either is marked already or is heard by the stream.
+    let erasures = st.hub.erased.subscribe();
+    if st.hub.erased.contains(&v.0.id) {
+        return Err(ApiError::unauthorized());
+    }
     let shared = st.store.shared();
     let last = last_event_id(&req);
     // Subscribe before any read so nothing committed meanwhile is missed.
@@ -208,6 +242,8 @@ pub async fn widget_stream(
         last_write: Instant::now(),
         last_poll: Instant::now(),
         _slot: slot,
+        erasures,
+        hub: st.hub.clone(),
     };
     if shared && last.is_none() {
         // Polling needs a starting point: the newest stored entry.

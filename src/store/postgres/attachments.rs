@@ -2,7 +2,6 @@
 
 use sqlx::{PgPool, Row};
 
-use super::backend;
 use crate::domain::attachment::Attachment;
 use crate::store::{StoreError, StoreResult};
 
@@ -20,8 +19,7 @@ pub async fn insert(pool: &PgPool, a: Attachment) -> StoreResult<()> {
     .bind(&a.data)
     .bind(a.created_at)
     .execute(pool)
-    .await
-    .map_err(backend)?;
+    .await?;
     Ok(())
 }
 
@@ -32,18 +30,17 @@ pub async fn get(pool: &PgPool, id: &str) -> StoreResult<Attachment> {
     )
     .bind(id)
     .fetch_optional(pool)
-    .await
-    .map_err(backend)?
+    .await?
     .ok_or(StoreError::NotFound)?;
     Ok(Attachment {
-        id: r.try_get(0).map_err(backend)?,
-        chatbot_id: r.try_get(1).map_err(backend)?,
-        conversation_id: r.try_get(2).map_err(backend)?,
-        message_id: r.try_get(3).map_err(backend)?,
-        filename: r.try_get(4).map_err(backend)?,
-        content_type: r.try_get(5).map_err(backend)?,
-        data: r.try_get(6).map_err(backend)?,
-        created_at: r.try_get(7).map_err(backend)?,
+        id: r.try_get(0)?,
+        chatbot_id: r.try_get(1)?,
+        conversation_id: r.try_get(2)?,
+        message_id: r.try_get(3)?,
+        filename: r.try_get(4)?,
+        content_type: r.try_get(5)?,
+        data: r.try_get(6)?,
+        created_at: r.try_get(7)?,
     })
 }
 
@@ -51,7 +48,6 @@ pub async fn delete(pool: &PgPool, id: &str) -> StoreResult<()> {
     sqlx::query("DELETE FROM attachments WHERE id = $1")
         .bind(id)
         .execute(pool)
-        .await
-        .map_err(backend)?;
+        .await?;
     Ok(())
 }

@@ -11,7 +11,7 @@ pub(super) async fn redeliver_all(
     now_ms: i64,
 ) -> StoreResult<u64> {
     let since = since.unwrap_or(i64::MIN);
-    let mut tx = st.pool.begin().await.map_err(backend)?;
+    let mut tx = st.pool.begin().await?;
     let n = if status == "failed" {
         // Already queued: due now.
         sqlx::query(
@@ -22,8 +22,7 @@ pub(super) async fn redeliver_all(
         .bind(since)
         .bind(now_ms)
         .execute(&mut *tx)
-        .await
-        .map_err(backend)?
+        .await?
         .rows_affected()
     } else {
         let rows = sqlx::query(
@@ -33,13 +32,11 @@ pub(super) async fn redeliver_all(
         .bind(&chatbot_id)
         .bind(since)
         .fetch_all(&mut *tx)
-        .await
-        .map_err(backend)?;
+        .await?;
         let rows = rows
             .iter()
             .map(|r| Ok((r.try_get::<i64, _>(0)?, r.try_get::<String, _>(1)?)))
-            .collect::<Result<Vec<_>, sqlx::Error>>()
-            .map_err(backend)?;
+            .collect::<Result<Vec<_>, sqlx::Error>>()?;
         // The conversations in one order (as every writer takes them), then
         // the events in theirs: the first of a conversation with nothing
         // queued becomes its head, the later ones wait behind it.
@@ -49,8 +46,7 @@ pub(super) async fn redeliver_all(
         sqlx::query("SELECT 1 FROM conversations WHERE id = ANY($1) ORDER BY id FOR UPDATE")
             .bind(&convs)
             .execute(&mut *tx)
-            .await
-            .map_err(backend)?;
+            .await?;
         for (seq, conv) in &rows {
             sqlx::query(
                 "UPDATE events SET status = 'pending', next_attempt_at = $2, leased_until = 0, attempt_base = attempts,
@@ -61,12 +57,11 @@ pub(super) async fn redeliver_all(
             .bind(now_ms)
             .bind(conv)
             .execute(&mut *tx)
-            .await
-            .map_err(backend)?;
+            .await?;
         }
         rows.len() as u64
     };
-    tx.commit().await.map_err(backend)?;
+    tx.commit().await?;
     if n > 0 {
         st.hub.new_events.notify_one();
     }
@@ -85,13 +80,11 @@ pub(super) async fn list_chatbots(
         .bind(&cursor)
         .bind(limit as i64 + 1)
         .fetch_all(&st.pool)
-        .await
-        .map_err(backend)?;
+        .await?;
     let mut data = rows
         .iter()
         .map(chatbot_row)
-        .collect::<Result<Vec<_>, sqlx::Error>>()
-        .map_err(backend)?;
+        .collect::<Result<Vec<_>, sqlx::Error>>()?;
     let next_cursor = if data.len() > limit {
         data.truncate(limit);
         data.last().map(|b| b.id.clone())

@@ -52,8 +52,7 @@ pub async fn insert(tx: &mut Tx<'_>, i: &NewInteraction, now_ms: i64) -> StoreRe
         .bind(&i.conversation_id)
         .bind(now_ms)
         .fetch_optional(&mut **tx)
-        .await
-        .map_err(backend)?;
+        .await?;
         if pending.is_some() {
             return Err(StoreError::Rejected(Rejection::DialogPending));
         }
@@ -75,8 +74,7 @@ pub async fn insert(tx: &mut Tx<'_>, i: &NewInteraction, now_ms: i64) -> StoreRe
     .bind(i.expires_at)
     .bind(i.created_at)
     .execute(&mut **tx)
-    .await
-    .map_err(backend)?;
+    .await?;
     Ok(())
 }
 
@@ -86,8 +84,7 @@ pub async fn of_message(tx: &mut Tx<'_>, message_id: &str) -> StoreResult<Vec<In
     ))
     .bind(message_id)
     .fetch_all(&mut **tx)
-    .await
-    .map_err(backend)?;
+    .await?;
     rows.iter().map(|r| row(r).map_err(backend)).collect()
 }
 
@@ -104,8 +101,7 @@ async fn of_action(
     .bind(&msg.id)
     .bind(inbox::block_gone(msg, action))
     .fetch_all(&mut **tx)
-    .await
-    .map_err(backend)?;
+    .await?;
     rows.iter().map(|r| row(r).map_err(backend)).collect()
 }
 
@@ -116,8 +112,7 @@ pub async fn by_id(tx: &mut Tx<'_>, id: &str) -> StoreResult<Interaction> {
     let r = sqlx::query(&format!("SELECT {COLS} FROM interactions WHERE id = $1"))
         .bind(id)
         .fetch_optional(&mut **tx)
-        .await
-        .map_err(backend)?
+        .await?
         .ok_or(StoreError::NotFound)?;
     row(&r).map_err(backend)
 }
@@ -133,8 +128,7 @@ pub async fn save(tx: &mut Tx<'_>, i: &Interaction) -> StoreResult<()> {
     .bind(i.answered_at)
     .bind(serde_json::to_string(&i.spec).unwrap_or_default())
     .execute(&mut **tx)
-    .await
-    .map_err(backend)?;
+    .await?;
     Ok(())
 }
 
@@ -164,16 +158,15 @@ pub async fn apply(
     )
     .bind(&msg.conversation_id)
     .fetch_one(&mut **tx)
-    .await
-    .map_err(backend)?;
-    let chatbot_id: String = row.try_get(0).map_err(backend)?;
-    let taken: Option<String> = row.try_get(3).map_err(backend)?;
+    .await?;
+    let chatbot_id: String = row.try_get(0)?;
+    let taken: Option<String> = row.try_get(3)?;
     let mut interactions = of_action(tx, &msg, action).await?;
     let ctx = Context {
         now_ms,
         interactive_window_ms,
-        retention_ms: row.try_get(1).map_err(backend)?,
-        conversation_created_ms: row.try_get(2).map_err(backend)?,
+        retention_ms: row.try_get(1)?,
+        conversation_created_ms: row.try_get(2)?,
         taken_over: taken.is_some(),
         chatbot_id: &chatbot_id,
         user,
@@ -285,8 +278,7 @@ pub async fn after_reply(
         sqlx::query_scalar("SELECT chatbot_id FROM conversations WHERE id = $1")
             .bind(&msg.conversation_id)
             .fetch_one(&mut **tx)
-            .await
-            .map_err(backend)?;
+            .await?;
     let existing = of_message(tx, &msg.id).await?;
     let (changed, fresh) =
         inbox::after_reply(existing, msg, deleted, &chatbot_id, window_ms, now_ms);

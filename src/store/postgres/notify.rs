@@ -12,7 +12,9 @@
 //! `{instance}\te` (a delivery may be due),
 //! `{instance}\ts\t{conversation}\t{seq}\t{kind}\t{data}` (a stream entry),
 //! `{instance}\ta\t{chatbot}\t{interaction}\t{kind}\t{data}` (an inbox
-//! change). `kind` and `data` are left empty when they would make the
+//! change), `{instance}\tx\t{conversation}` (an erasure committed: the
+//! conversation's streams end, its claimed deliveries are dropped).
+//! `kind` and `data` are left empty when they would make the
 //! payload longer than PostgreSQL takes; the listener then reads the row.
 //! JSON text never holds a raw tab, so `data` is the rest of the line.
 //!
@@ -27,7 +29,7 @@ use std::time::Duration;
 use sqlx::postgres::{PgConnectOptions, PgListener, PgPool, PgPoolOptions};
 use sqlx::{Postgres, Row, Transaction};
 
-use super::{backend, inbox};
+use super::inbox;
 use crate::hub::{ApiEvent, Hub};
 use crate::store::{StoreResult, StreamEvent};
 
@@ -90,10 +92,14 @@ impl Notes {
             .bind(CHANNEL)
             .bind(&self.payloads)
             .execute(&mut **tx)
-            .await
-            .map_err(backend)?;
+            .await?;
         Ok(())
     }
+}
+
+/// The payload of an erasure of `conversation`, sent in its transaction.
+pub fn erased(instance: &str, conversation: &str) -> String {
+    format!("{instance}\tx\t{conversation}")
 }
 
 fn line(instance: &str, tag: char, a: &str, b: &str, kind: &str, data: &str) -> String {
@@ -109,6 +115,7 @@ fn line(instance: &str, tag: char, a: &str, b: &str, kind: &str, data: &str) -> 
 #[derive(Debug, PartialEq)]
 enum Heard<'a> {
     Due,
+    Erased(&'a str),
     Stream {
         conversation: &'a str,
         seq: i64,
@@ -130,6 +137,9 @@ fn parse<'a>(own: &str, payload: &'a str) -> Option<Heard<'a>> {
     let tag = f.next()?;
     if tag == "e" {
         return Some(Heard::Due);
+    }
+    if tag == "x" {
+        return Some(Heard::Erased(f.next()?));
     }
     let (a, b) = (f.next()?, f.next()?);
     let (kind, data) = (f.next().unwrap_or(""), f.next().unwrap_or(""));
@@ -185,8 +195,8 @@ pub async fn listen(
 }
 
 async fn subscribe(own: &PgPool) -> StoreResult<PgListener> {
-    let mut l = PgListener::connect_with(own).await.map_err(backend)?;
-    l.listen(CHANNEL).await.map_err(backend)?;
+    let mut l = PgListener::connect_with(own).await?;
+    l.listen(CHANNEL).await?;
     Ok(l)
 }
 
@@ -224,6 +234,7 @@ async fn run(own: PgPool, mut listener: PgListener, pool: PgPool, hub: Arc<Hub>,
 async fn heard(pool: &PgPool, hub: &Hub, h: Heard<'_>) {
     match h {
         Heard::Due => hub.new_events.notify_one(),
+        Heard::Erased(conversation) => hub.erased.announce(conversation),
         Heard::Stream {
             conversation,
             seq,
@@ -382,6 +393,9 @@ mod tests {
             })
         );
         assert_eq!(parse("i2", &n.payloads[1]), Some(Heard::Due));
+        let x = erased("i1", "cnv_9");
+        assert_eq!(parse("i1", &x), None);
+        assert_eq!(parse("i2", &x), Some(Heard::Erased("cnv_9")));
     }
 
     #[test]

@@ -24,8 +24,7 @@ impl SqliteStore {
                             "UPDATE events SET next_attempt_at = ?3
                              WHERE chatbot_id = ?1 AND status = 'failed' AND created_at >= ?2",
                             params![chatbot_id, since, now_ms],
-                        )
-                        .map_err(backend)?;
+                        )?;
                     return Ok(n as u64);
                 }
                 let rows: Vec<(i64, String)> = c
@@ -36,8 +35,7 @@ impl SqliteStore {
                     .and_then(|mut s| {
                         s.query_map(params![chatbot_id, since], |r| Ok((r.get(0)?, r.get(1)?)))?
                             .collect::<rusqlite::Result<Vec<_>>>()
-                    })
-                    .map_err(backend)?;
+                    })?;
                 // In order: the first of a conversation with nothing queued
                 // becomes its head, the later ones wait behind it.
                 for (seq, conv) in &rows {
@@ -46,8 +44,7 @@ impl SqliteStore {
                          is_head = NOT EXISTS (SELECT 1 FROM events WHERE conversation_id = ?3 AND status IN ('pending', 'failed'))
                          WHERE seq = ?1",
                     )
-                    .and_then(|mut s| s.execute(params![seq, now_ms, conv]))
-                    .map_err(backend)?;
+                    .and_then(|mut s| s.execute(params![seq, now_ms, conv]))?;
                     writer_cache::forget_active(conv);
                 }
                 Ok(rows.len() as u64)

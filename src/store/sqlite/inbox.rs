@@ -53,8 +53,7 @@ pub fn insert(c: &Connection, i: &NewInteraction, now_ms: i64) -> StoreResult<()
                 params![i.conversation_id, now_ms],
                 |r| r.get(0),
             )
-            .optional()
-            .map_err(backend)?;
+            .optional()?;
         if pending.is_some() {
             return Err(StoreError::Rejected(Rejection::DialogPending));
         }
@@ -79,17 +78,14 @@ pub fn insert(c: &Connection, i: &NewInteraction, now_ms: i64) -> StoreResult<()
             i.expires_at,
             i.created_at
         ])
-    })
-    .map_err(backend)?;
+    })?;
     Ok(())
 }
 
 pub fn of_message(c: &Connection, message_id: &str) -> StoreResult<Vec<Interaction>> {
-    let mut s = c
-        .prepare_cached(&format!(
-            "SELECT {COLS} FROM interactions WHERE message_id = ?1"
-        ))
-        .map_err(backend)?;
+    let mut s = c.prepare_cached(&format!(
+        "SELECT {COLS} FROM interactions WHERE message_id = ?1"
+    ))?;
     s.query_map([message_id], row)
         .and_then(|rows| rows.collect())
         .map_err(backend)
@@ -107,12 +103,10 @@ fn of_action(c: &Connection, msg: &Message, action: &Action) -> StoreResult<Vec<
     let mut s = c
         .prepare_cached(&format!(
             "SELECT {COLS} FROM interactions WHERE message_id = ?1 AND (?2 OR status = 'pending' OR is_ask = 1)"
-        ))
-        .map_err(backend)?;
+        ))?;
     let found: Vec<Interaction> = s
         .query_map(params![msg.id, gone], row)
-        .and_then(|rows| rows.collect())
-        .map_err(backend)?;
+        .and_then(|rows| rows.collect())?;
     if !gone && found.is_empty() {
         writer_cache::settle(&msg.id);
     }
@@ -121,8 +115,7 @@ fn of_action(c: &Connection, msg: &Message, action: &Action) -> StoreResult<Vec<
 
 pub fn by_id(c: &Connection, id: &str) -> StoreResult<Interaction> {
     c.prepare_cached(&format!("SELECT {COLS} FROM interactions WHERE id = ?1"))
-        .and_then(|mut s| s.query_row([id], row).optional())
-        .map_err(backend)?
+        .and_then(|mut s| s.query_row([id], row).optional())?
         .ok_or(StoreError::NotFound)
 }
 
@@ -140,8 +133,7 @@ pub fn save(c: &Connection, i: &Interaction) -> StoreResult<()> {
             i.answered_at,
             serde_json::to_string(&i.spec).unwrap_or_default()
         ])
-    })
-        .map_err(backend)?;
+    })?;
     Ok(())
 }
 
@@ -176,8 +168,7 @@ fn conversation(c: &Connection, id: &str) -> StoreResult<writer_cache::Conversat
                     taken_over_by: r.get(CHATBOT_COL_COUNT + 1)?,
                 })
             })
-        })
-        .map_err(backend)?;
+        })?;
     writer_cache::put_conversation(id, &v);
     Ok(v)
 }
@@ -313,8 +304,7 @@ pub fn after_reply(
 ) -> StoreResult<Vec<ApiEvent>> {
     let chatbot_id: String = c
         .prepare_cached("SELECT chatbot_id FROM conversations WHERE id = ?1")
-        .and_then(|mut s| s.query_row([&msg.conversation_id], |r| r.get(0)))
-        .map_err(backend)?;
+        .and_then(|mut s| s.query_row([&msg.conversation_id], |r| r.get(0)))?;
     let existing = of_message(c, &msg.id)?;
     let mut api = Vec::new();
     let (changed, fresh) =

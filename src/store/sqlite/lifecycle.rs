@@ -4,15 +4,22 @@
 //! A purge job is one job of the writer's group commit, so every click
 //! queued behind it waits for it: a job deletes conversations one by one
 //! and stops after [`JOB_BUDGET`] (or [`PURGE_BATCH`] of them), and the
-//! next job is sent only when the last one has committed, so the clicks
-//! that arrived meanwhile run first.
+//! next job is sent only when the last one has committed and a pause in
+//! proportion to it has passed ([`pace`]), so the clicks that arrive
+//! meanwhile run in batches of their own.
 
 use std::time::{Duration, Instant};
 
 use rusqlite::{Connection, OptionalExtension, params};
 
 use super::{SqliteStore, backend, writer_cache};
+use crate::lifecycle::pace;
 use crate::store::{PURGE_BATCH, StoreError, StoreResult};
+
+/// Page cache of each connection, in KiB (SQLite's default is 2,000): a
+/// store holding a million conversations has indexes of hundreds of MB,
+/// and a click's lookups and inserts touch pages all over them.
+pub(super) const PAGE_CACHE_KIB: i64 = 16 * 1024;
 
 /// Longest a purge job keeps the writer (the wait it adds to a click).
 const JOB_BUDGET: Duration = Duration::from_millis(2);
@@ -115,6 +122,7 @@ impl SqliteStore {
                 let mut left: Vec<String> = ids.into_iter().map(|(_, id)| id).collect();
                 while !left.is_empty() {
                     let batch = std::mem::take(&mut left);
+                    let sent = Instant::now();
                     let (n, rest) = self
                         .write_decided(false, move |c| {
                             let t0 = Instant::now();
@@ -135,6 +143,10 @@ impl SqliteStore {
                         .await?;
                     deleted += n;
                     left = rest;
+                    // From the job's sending to its commit (its wait
+                    // behind clicks and the sync it shared included): the
+                    // busier the writer, the longer the pause.
+                    pace::pause(sent.elapsed()).await;
                 }
                 if !full {
                     break;

@@ -187,3 +187,23 @@ async fn an_attempt_on_the_wire_when_erased_is_not_retried() {
     assert_eq!(left.len(), 0, "{left:?}");
 }
 }
+
+store_test! {
+async fn an_open_stream_of_an_erased_conversation_ends() {
+    let app = spawn_app().await;
+    let rx = Receiver::start().await;
+    let bot = app.create_bot(&rx.url).await;
+    let conv = app.create_conv(&bot).await;
+    let other = app.create_conv(&bot).await;
+    let mut stream = crate::responses::sse::Sse::connect(&app, &conv, None).await;
+    let mut kept = crate::responses::sse::Sse::connect(&app, &other, None).await;
+    assert_eq!(erase(&app, &bot, &conv.id).await.status(), 204);
+    assert_eq!(visitor_status(&app, &conv).await, 401, "the token is refused at once");
+    // An open stream would otherwise go on with a keep-alive every 2 s.
+    assert!(stream.ended(Duration::from_secs(5)).await, "the erased conversation's stream ended");
+    // Another conversation's stream goes on and still hears its own.
+    app.buttons(&bot, &other, false).await;
+    kept.until(Duration::from_secs(10), |e| e.event == "message.created")
+        .await;
+}
+}

@@ -117,6 +117,19 @@ impl Sse {
             .flatten()
     }
 
+    /// Whether the server ends the stream within `timeout` (events sent
+    /// before the end are skipped).
+    pub async fn ended(&mut self, timeout: Duration) -> bool {
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            match tokio::time::timeout_at(deadline, self.rx.recv()).await {
+                Ok(None) => return true,
+                Ok(Some(_)) => {}
+                Err(_) => return false,
+            }
+        }
+    }
+
     /// Every event up to and including the first that satisfies `pred`;
     /// panics if none does within `timeout`.
     pub async fn until(

@@ -1,0 +1,166 @@
+//! Instance metadata, chatbots and conversations.
+
+use super::*;
+
+impl PostgresStore {
+    pub(super) fn meta_get_or_init(
+        &self,
+        key: &str,
+        init: String,
+    ) -> BoxFut<'_, StoreResult<String>> {
+        let key = key.to_string();
+        Box::pin(async move {
+            sqlx::query(
+                "INSERT INTO meta (key, value) VALUES ($1, $2) ON CONFLICT (key) DO NOTHING",
+            )
+            .bind(&key)
+            .bind(&init)
+            .execute(&self.pool)
+            .await?;
+            sqlx::query_scalar("SELECT value FROM meta WHERE key = $1")
+                .bind(&key)
+                .fetch_one(&self.pool)
+                .await
+                .map_err(backend)
+        })
+    }
+
+    pub(super) fn create_chatbot(
+        &self,
+        b: Chatbot,
+        api_key_hash: String,
+    ) -> BoxFut<'_, StoreResult<()>> {
+        Box::pin(async move {
+            sqlx::query(
+                "INSERT INTO chatbots (id, name, webhook_url, retention_ms, api_key_hash, signing_secret, member_id, created_at, allowed_origins)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+            )
+            .bind(&b.id)
+            .bind(&b.name)
+            .bind(&b.webhook_url)
+            .bind(b.retention_ms)
+            .bind(&api_key_hash)
+            .bind(&b.signing_secret)
+            .bind(&b.member_id)
+            .bind(b.created_at)
+            .bind(b.allowed_origins.to_stored())
+            .execute(&self.pool)
+            .await?;
+            Ok(())
+        })
+    }
+
+    pub(super) fn get_chatbot(&self, id: &str) -> BoxFut<'_, StoreResult<Chatbot>> {
+        let id = id.to_string();
+        Box::pin(async move {
+            let q = format!("SELECT {CHATBOT_COLS} FROM chatbots WHERE id = $1");
+            let row = sqlx::query(&q).bind(&id).fetch_optional(&self.pool).await?;
+            row.map(|r| chatbot_row(&r).map_err(backend))
+                .transpose()?
+                .ok_or(StoreError::NotFound)
+        })
+    }
+
+    pub(super) fn chatbot_by_key(&self, api_key_hash: &str) -> BoxFut<'_, StoreResult<Chatbot>> {
+        let h = api_key_hash.to_string();
+        Box::pin(async move {
+            let q = format!("SELECT {CHATBOT_COLS} FROM chatbots WHERE api_key_hash = $1");
+            let row = sqlx::query(&q).bind(&h).fetch_optional(&self.pool).await?;
+            row.map(|r| chatbot_row(&r).map_err(backend))
+                .transpose()?
+                .ok_or(StoreError::NotFound)
+        })
+    }
+
+    pub(super) fn update_chatbot(&self, b: Chatbot) -> BoxFut<'_, StoreResult<()>> {
+        Box::pin(async move {
+            let (prev, until) = match &b.previous_secret {
+                Some((s, u)) => (Some(s.clone()), Some(*u)),
+                None => (None, None),
+            };
+            let n = sqlx::query(
+                "UPDATE chatbots SET name = $2, webhook_url = $3, retention_ms = $4, signing_secret = $5,
+                 previous_secret = $6, previous_until = $7, endpoint_disabled = $8, allowed_origins = $9 WHERE id = $1",
+            )
+            .bind(&b.id)
+            .bind(&b.name)
+            .bind(&b.webhook_url)
+            .bind(b.retention_ms)
+            .bind(&b.signing_secret)
+            .bind(prev)
+            .bind(until)
+            .bind(b.endpoint_disabled as i64)
+            .bind(b.allowed_origins.to_stored())
+            .execute(&self.pool)
+            .await?
+            .rows_affected();
+            if n == 0 {
+                return Err(StoreError::NotFound);
+            }
+            if !b.endpoint_disabled {
+                self.hub.new_events.notify_one();
+                let mut notes = notify::Notes::default();
+                notes.due(&self.instance);
+                let mut tx = self.pool.begin().await?;
+                notes.send(&mut tx).await?;
+                tx.commit().await?;
+            }
+            Ok(())
+        })
+    }
+
+    pub(super) fn create_conversation(
+        &self,
+        conv: Conversation,
+        token_hash: String,
+    ) -> BoxFut<'_, StoreResult<()>> {
+        Box::pin(async move {
+            sqlx::query(
+                "INSERT INTO conversations (id, chatbot_id, visitor_id, visitor_name, token_hash, created_at)
+                 VALUES ($1, $2, $3, $4, $5, $6)",
+            )
+            .bind(&conv.id)
+            .bind(&conv.chatbot_id)
+            .bind(&conv.visitor.id)
+            .bind(&conv.visitor.display_name)
+            .bind(&token_hash)
+            .bind(conv.created_at)
+            .execute(&self.pool)
+            .await?;
+            Ok(())
+        })
+    }
+
+    pub(super) fn get_conversation(&self, id: &str) -> BoxFut<'_, StoreResult<Conversation>> {
+        let id = id.to_string();
+        Box::pin(async move {
+            let q = format!("SELECT {CONV_COLS} FROM conversations WHERE id = $1");
+            let row = sqlx::query(&q).bind(&id).fetch_optional(&self.pool).await?;
+            row.map(|r| conversation_row(&r).map_err(backend))
+                .transpose()?
+                .ok_or(StoreError::NotFound)
+        })
+    }
+
+    pub(super) fn conversation_by_token(
+        &self,
+        token_hash: &str,
+    ) -> BoxFut<'_, StoreResult<(Conversation, AllowedOrigins)>> {
+        let h = token_hash.to_string();
+        Box::pin(async move {
+            let row = sqlx::query(
+                "SELECT c.id, c.chatbot_id, c.visitor_id, c.visitor_name, c.taken_over_by, c.created_at, b.allowed_origins
+                 FROM conversations c JOIN chatbots b ON b.id = c.chatbot_id WHERE c.token_hash = $1",
+            )
+            .bind(&h)
+            .fetch_optional(&self.pool)
+            .await?;
+            let Some(r) = row else {
+                return Err(StoreError::NotFound);
+            };
+            let conv = conversation_row(&r)?;
+            let origins = AllowedOrigins::from_stored(r.try_get::<&str, _>(6)?);
+            Ok((conv, origins))
+        })
+    }
+}

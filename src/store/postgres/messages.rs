@@ -1,0 +1,212 @@
+//! Messages (takeover, insert, read), attachments and the conversation stream.
+
+use super::*;
+
+impl PostgresStore {
+    pub(super) fn takeover(
+        &self,
+        conversation_id: &str,
+        member: Person,
+        now_ms: i64,
+    ) -> BoxFut<'_, StoreResult<()>> {
+        let cid = conversation_id.to_string();
+        Box::pin(async move {
+            let mut tx = self.pool.begin().await?;
+            // Lock order everywhere: messages, then the conversation.
+            sqlx::query("SELECT 1 FROM messages WHERE conversation_id = $1 AND deleted = 0 ORDER BY seq FOR UPDATE")
+                .bind(&cid)
+                .execute(&mut *tx)
+                .await?;
+            let member = serde_json::to_string(&member)?;
+            let n = sqlx::query("UPDATE conversations SET taken_over_by = $2 WHERE id = $1")
+                .bind(&cid)
+                .bind(&member)
+                .execute(&mut *tx)
+                .await?
+                .rows_affected();
+            if n == 0 {
+                return Err(StoreError::NotFound);
+            }
+            let pending: Vec<String> = sqlx::query_scalar(
+                "SELECT id FROM interactions WHERE conversation_id = $1 AND status = 'pending'",
+            )
+            .bind(&cid)
+            .fetch_all(&mut *tx)
+            .await?;
+            let mut out = Vec::new();
+            let mut api = Vec::new();
+            for id in pending {
+                let (_, st, a) =
+                    inbox::close(&mut tx, &id, "cancelled", "takeover", now_ms).await?;
+                out.extend(st);
+                api.extend(a);
+            }
+            let rows = sqlx::query("SELECT doc, created_at FROM messages WHERE conversation_id = $1 AND deleted = 0 FOR UPDATE")
+                .bind(&cid)
+                .fetch_all(&mut *tx)
+                .await?;
+            for r in rows {
+                let mut m = parse_message(&r.try_get::<String, _>(0)?, r.try_get(1)?)?;
+                if m.take_over(now_ms) {
+                    save_message(&mut tx, &m).await?;
+                    out.push(
+                        append_stream(&mut tx, &cid, "message.updated", message_json(&m)).await?,
+                    );
+                }
+            }
+            self.commit(tx, &out, &api, false).await?;
+            self.hub.publish(out);
+            self.hub.publish_api(api);
+            Ok(())
+        })
+    }
+
+    pub(super) fn insert_message(
+        &self,
+        msg: Message,
+        event: Option<NewEvent>,
+        interactions: Vec<NewInteraction>,
+    ) -> BoxFut<'_, StoreResult<()>> {
+        Box::pin(async move {
+            let mut tx = self.pool.begin().await?;
+            insert_message(&mut tx, &msg).await?;
+            if let Some(e) = &event {
+                insert_event(&mut tx, e).await?;
+            }
+            let mut api = Vec::new();
+            for i in &interactions {
+                inbox::insert(&mut tx, i, msg.created_ms).await?;
+                let stored = inbox::by_id(&mut tx, &i.id).await?;
+                api.push(ApiEvent {
+                    chatbot_id: i.chatbot_id.clone(),
+                    interaction_id: i.id.clone(),
+                    kind: "interaction.created",
+                    data: stored.to_json(msg.created_ms),
+                });
+            }
+            let entry = append_stream(
+                &mut tx,
+                &msg.conversation_id,
+                "message.created",
+                message_json(&msg),
+            )
+            .await?;
+            self.commit(tx, std::slice::from_ref(&entry), &api, event.is_some())
+                .await?;
+            self.hub.publish(vec![entry]);
+            self.hub.publish_api(api);
+            if event.is_some() {
+                self.hub.new_events.notify_one();
+            }
+            Ok(())
+        })
+    }
+
+    pub(super) fn insert_attachment(
+        &self,
+        a: crate::domain::attachment::Attachment,
+    ) -> BoxFut<'_, StoreResult<()>> {
+        Box::pin(attachments::insert(&self.pool, a))
+    }
+
+    pub(super) fn get_attachment(
+        &self,
+        id: &str,
+    ) -> BoxFut<'_, StoreResult<crate::domain::attachment::Attachment>> {
+        let id = id.to_string();
+        Box::pin(async move { attachments::get(&self.pool, &id).await })
+    }
+
+    pub(super) fn delete_attachment(&self, id: &str) -> BoxFut<'_, StoreResult<()>> {
+        let id = id.to_string();
+        Box::pin(async move { attachments::delete(&self.pool, &id).await })
+    }
+
+    pub(super) fn get_message(&self, id: &str) -> BoxFut<'_, StoreResult<Message>> {
+        let id = id.to_string();
+        Box::pin(async move {
+            let row =
+                sqlx::query("SELECT doc, created_at FROM messages WHERE id = $1 AND deleted = 0")
+                    .bind(&id)
+                    .fetch_optional(&self.pool)
+                    .await?
+                    .ok_or(StoreError::NotFound)?;
+            parse_message(&row.try_get::<String, _>(0)?, row.try_get(1)?)
+        })
+    }
+
+    pub(super) fn list_messages(
+        &self,
+        conversation_id: &str,
+        limit: usize,
+        cursor: Option<i64>,
+    ) -> BoxFut<'_, StoreResult<Page<Message>>> {
+        let cid = conversation_id.to_string();
+        Box::pin(async move {
+            let rows = sqlx::query(
+                "SELECT doc, created_at, seq FROM messages WHERE conversation_id = $1 AND deleted = 0 AND seq < $2
+                 ORDER BY seq DESC LIMIT $3",
+            )
+            .bind(&cid)
+            .bind(cursor.unwrap_or(i64::MAX))
+            .bind(limit as i64 + 1)
+            .fetch_all(&self.pool)
+            .await?;
+            let mut out = Vec::with_capacity(rows.len());
+            for r in rows {
+                let m = parse_message(&r.try_get::<String, _>(0)?, r.try_get(1)?)?;
+                out.push((m, r.try_get::<i64, _>(2)?));
+            }
+            Ok(page_of(out, limit))
+        })
+    }
+}
+
+impl PostgresStore {
+    pub(super) fn stream_since(
+        &self,
+        conversation_id: &str,
+        after_seq: i64,
+        limit: usize,
+    ) -> BoxFut<'_, StoreResult<Vec<StreamEvent>>> {
+        let cid = conversation_id.to_string();
+        Box::pin(async move {
+            let rows = sqlx::query(
+                "SELECT seq, conversation_id, kind, data FROM stream_events WHERE conversation_id = $1 AND seq > $2
+                 ORDER BY seq LIMIT $3",
+            )
+            .bind(&cid)
+            .bind(after_seq)
+            .bind(limit as i64)
+            .fetch_all(&self.pool)
+            .await?;
+            rows.iter()
+                .map(|r| {
+                    Ok(StreamEvent {
+                        seq: r.try_get(0)?,
+                        conversation_id: r.try_get(1)?,
+                        kind: r.try_get(2)?,
+                        data: r.try_get(3)?,
+                    })
+                })
+                .collect()
+        })
+    }
+
+    pub(super) fn append_stream(
+        &self,
+        conversation_id: &str,
+        kind: &str,
+        data: String,
+    ) -> BoxFut<'_, StoreResult<StreamEvent>> {
+        let (cid, kind) = (conversation_id.to_string(), kind.to_string());
+        Box::pin(async move {
+            let mut tx = self.pool.begin().await?;
+            let e = append_stream(&mut tx, &cid, &kind, data).await?;
+            self.commit(tx, std::slice::from_ref(&e), &[], false)
+                .await?;
+            self.hub.publish(vec![e.clone()]);
+            Ok(e)
+        })
+    }
+}

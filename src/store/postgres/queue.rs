@@ -1,0 +1,327 @@
+//! The delivery queue: conversations locked in order, events inserted and
+//! promoted to head, claims, attempt records, leases and the queue's figures.
+
+use super::*;
+
+/// Serialises the event queue of one conversation across instances; false
+/// when the conversation is gone (erased or purged).
+pub(super) async fn lock_conversation(tx: &mut Tx<'_>, conversation_id: &str) -> StoreResult<bool> {
+    let row = sqlx::query("SELECT 1 FROM conversations WHERE id = $1 FOR UPDATE")
+        .bind(conversation_id)
+        .fetch_optional(&mut **tx)
+        .await?;
+    Ok(row.is_some())
+}
+
+pub(super) async fn insert_event(tx: &mut Tx<'_>, e: &NewEvent) -> StoreResult<()> {
+    if !lock_conversation(tx, &e.conversation_id).await? {
+        return Err(StoreError::NotFound);
+    }
+    sqlx::query(
+        "INSERT INTO events (id, chatbot_id, conversation_id, type, payload, created_at, status, attempts, next_attempt_at, is_head)
+         VALUES ($1, $2, $3, $4, $5, $6, 'pending', 0, $6,
+                 CASE WHEN EXISTS (SELECT 1 FROM events WHERE conversation_id = $3 AND status IN ('pending', 'failed')) THEN 0 ELSE 1 END)",
+    )
+    .bind(&e.id)
+    .bind(&e.chatbot_id)
+    .bind(&e.conversation_id)
+    .bind(e.event_type)
+    .bind(&e.payload)
+    .bind(e.created_at)
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
+}
+
+pub(super) async fn promote_next(tx: &mut Tx<'_>, conversation_id: &str) -> StoreResult<()> {
+    sqlx::query(
+        "UPDATE events SET is_head = 1 WHERE seq = (
+            SELECT min(seq) FROM events WHERE conversation_id = $1 AND status IN ('pending', 'failed'))
+         AND is_head = 0",
+    )
+    .bind(conversation_id)
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
+}
+
+/// An attempt's effect on its event: status, next attempt time, and whether
+/// the event stays its conversation's head.
+pub(super) fn attempt_outcome(rec: &AttemptRecord) -> (&'static str, i64, bool) {
+    match rec.next {
+        AttemptNext::Succeeded => ("succeeded", 0, false),
+        AttemptNext::Dead => ("dead", 0, false),
+        AttemptNext::RetryAt(t) => ("failed", t, true),
+        AttemptNext::EndpointGone => ("failed", rec.at_ms, true),
+    }
+}
+
+/// Records one attempt; true when its conversation's next event may have
+/// become the head.
+pub(super) async fn record_one(tx: &mut Tx<'_>, rec: &AttemptRecord) -> StoreResult<bool> {
+    // Not for an event erased with its conversation while on the wire.
+    sqlx::query(
+        "INSERT INTO attempts (event_id, number, at, status_code, duration_ms, error, response_excerpt, request_headers)
+         SELECT $1, $2, $3, $4, $5, $6, $7, $8 WHERE EXISTS (SELECT 1 FROM events WHERE id = $1)
+         ON CONFLICT (event_id, number) DO UPDATE SET at = EXCLUDED.at, status_code = EXCLUDED.status_code,
+           duration_ms = EXCLUDED.duration_ms, error = EXCLUDED.error, response_excerpt = EXCLUDED.response_excerpt,
+           request_headers = EXCLUDED.request_headers",
+    )
+    .bind(&rec.event_id)
+    .bind(rec.number as i64)
+    .bind(rec.at_ms)
+    .bind(rec.status_code.map(i64::from))
+    .bind(rec.duration_ms)
+    .bind(&rec.error)
+    .bind(&rec.response_excerpt)
+    .bind(&rec.request_headers)
+    .execute(&mut **tx)
+    .await?;
+    let (status, next, is_head) = attempt_outcome(rec);
+    if !is_head {
+        lock_conversation(tx, &rec.conversation_id).await?;
+    }
+    sqlx::query(
+        "UPDATE events SET status = $2, attempts = GREATEST(attempts, $3), next_attempt_at = $4,
+         is_head = $5, leased_until = 0 WHERE id = $1",
+    )
+    .bind(&rec.event_id)
+    .bind(status)
+    .bind(rec.number as i64)
+    .bind(next)
+    .bind(is_head as i64)
+    .execute(&mut **tx)
+    .await?;
+    if rec.next == AttemptNext::EndpointGone {
+        sqlx::query("UPDATE chatbots SET endpoint_disabled = 1 WHERE id = (SELECT chatbot_id FROM events WHERE id = $1)")
+            .bind(&rec.event_id)
+            .execute(&mut **tx)
+            .await?;
+    }
+    if !is_head {
+        promote_next(tx, &rec.conversation_id).await?;
+    }
+    Ok(!is_head)
+}
+
+/// Whether a batch of records can be written set-wise: each event once
+/// (one statement cannot update a row twice) and no endpoint to disable.
+pub(super) fn settable(records: &[AttemptRecord]) -> bool {
+    let mut seen = std::collections::HashSet::with_capacity(records.len());
+    records.len() > 1
+        && records
+            .iter()
+            .all(|r| r.next != AttemptNext::EndpointGone && seen.insert(r.event_id.as_str()))
+}
+
+/// Records a batch in four statements whatever its size (one per record
+/// and step measured as most of PostgreSQL's CPU per delivery): the
+/// conversations whose event ends are locked in one order, the attempts
+/// inserted, the events updated, and each such conversation's next event
+/// promoted to head. Same effect as [`record_one`] for each record.
+pub(super) async fn record_set(tx: &mut Tx<'_>, records: &[AttemptRecord]) -> StoreResult<bool> {
+    let n = records.len();
+    let mut headers = Vec::with_capacity(n);
+    let (mut ids, mut numbers, mut ats, mut codes, mut durations, mut errors, mut excerpts) = (
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+    );
+    let (mut statuses, mut nexts, mut heads) = (
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+    );
+    let mut ended: Vec<&str> = Vec::new();
+    for rec in records {
+        ids.push(rec.event_id.as_str());
+        numbers.push(rec.number as i64);
+        ats.push(rec.at_ms);
+        codes.push(rec.status_code.map(i64::from));
+        durations.push(rec.duration_ms);
+        errors.push(rec.error.as_deref());
+        excerpts.push(rec.response_excerpt.as_deref());
+        headers.push(rec.request_headers.as_deref());
+        let (status, next, is_head) = attempt_outcome(rec);
+        statuses.push(status);
+        nexts.push(next);
+        heads.push(is_head as i64);
+        if !is_head {
+            ended.push(rec.conversation_id.as_str());
+        }
+    }
+    ended.sort_unstable();
+    ended.dedup();
+    if !ended.is_empty() {
+        sqlx::query("SELECT 1 FROM conversations WHERE id = ANY($1) ORDER BY id FOR UPDATE")
+            .bind(&ended)
+            .execute(&mut **tx)
+            .await?;
+    }
+    sqlx::query(
+        "INSERT INTO attempts (event_id, number, at, status_code, duration_ms, error, response_excerpt, request_headers)
+         SELECT u.* FROM UNNEST($1::text[], $2::bigint[], $3::bigint[], $4::bigint[], $5::bigint[], $6::text[], $7::text[], $8::text[])
+           AS u(event_id, number, at, status_code, duration_ms, error, response_excerpt, request_headers)
+         WHERE EXISTS (SELECT 1 FROM events e WHERE e.id = u.event_id)
+         ON CONFLICT (event_id, number) DO UPDATE SET at = EXCLUDED.at, status_code = EXCLUDED.status_code,
+           duration_ms = EXCLUDED.duration_ms, error = EXCLUDED.error, response_excerpt = EXCLUDED.response_excerpt,
+           request_headers = EXCLUDED.request_headers",
+    )
+    .bind(&ids)
+    .bind(&numbers)
+    .bind(&ats)
+    .bind(&codes)
+    .bind(&durations)
+    .bind(&errors)
+    .bind(&excerpts)
+    .bind(&headers)
+    .execute(&mut **tx)
+    .await?;
+    sqlx::query(
+        "UPDATE events e SET status = u.status, attempts = GREATEST(e.attempts, u.number),
+           next_attempt_at = u.next, is_head = u.is_head, leased_until = 0
+         FROM UNNEST($1::text[], $2::text[], $3::bigint[], $4::bigint[], $5::bigint[]) AS u(id, status, number, next, is_head)
+         WHERE e.id = u.id",
+    )
+    .bind(&ids)
+    .bind(&statuses)
+    .bind(&numbers)
+    .bind(&nexts)
+    .bind(&heads)
+    .execute(&mut **tx)
+    .await?;
+    if ended.is_empty() {
+        return Ok(false);
+    }
+    sqlx::query(
+        "UPDATE events SET is_head = 1 WHERE seq IN (
+            SELECT min(seq) FROM events WHERE conversation_id = ANY($1) AND status IN ('pending', 'failed')
+            GROUP BY conversation_id)
+         AND is_head = 0",
+    )
+    .bind(&ended)
+    .execute(&mut **tx)
+    .await?;
+    Ok(true)
+}
+
+impl PostgresStore {
+    pub(super) fn claim_due(
+        &self,
+        now_ms: i64,
+        lease_until: i64,
+        limit: usize,
+        skip: Vec<String>,
+    ) -> BoxFut<'_, StoreResult<Vec<Claimed>>> {
+        Box::pin(async move {
+            let rows = sqlx::query(
+                "UPDATE events SET leased_until = $2 WHERE seq IN (
+                    SELECT e.seq FROM events e
+                    WHERE e.is_head = 1 AND e.status IN ('pending', 'failed')
+                      AND e.next_attempt_at <= $1 AND e.leased_until <= $1
+                      AND NOT (e.chatbot_id = ANY($3))
+                      AND e.chatbot_id NOT IN (SELECT id FROM chatbots WHERE endpoint_disabled = 1)
+                    ORDER BY e.next_attempt_at, e.seq LIMIT $4
+                    FOR UPDATE SKIP LOCKED)
+                 RETURNING seq, id, chatbot_id, conversation_id, payload, attempts, attempt_base",
+            )
+            .bind(now_ms)
+            .bind(lease_until)
+            .bind(&skip)
+            .bind(limit as i64)
+            .fetch_all(&self.pool)
+            .await?;
+            let mut out = rows
+                .iter()
+                .map(|r| {
+                    Ok(Claimed {
+                        seq: r.try_get(0)?,
+                        event_id: r.try_get(1)?,
+                        chatbot_id: r.try_get(2)?,
+                        conversation_id: r.try_get(3)?,
+                        payload: bytes::Bytes::from(r.try_get::<Vec<u8>, _>(4)?),
+                        attempts: r.try_get::<i64, _>(5)? as u32,
+                        attempt_base: r.try_get::<i64, _>(6)? as u32,
+                        bot: None,
+                    })
+                })
+                .collect::<Result<Vec<_>, sqlx::Error>>()?;
+            out.sort_by_key(|c| c.seq);
+            Ok(out)
+        })
+    }
+
+    pub(super) fn record_attempts(
+        &self,
+        records: Vec<AttemptRecord>,
+    ) -> BoxFut<'_, StoreResult<()>> {
+        Box::pin(async move {
+            let mut tx = self.pool.begin().await?;
+            let promoted = if settable(&records) {
+                record_set(&mut tx, &records).await?
+            } else {
+                let mut promoted = false;
+                for rec in &records {
+                    promoted |= record_one(&mut tx, rec).await?;
+                }
+                promoted
+            };
+            self.commit(tx, &[], &[], promoted).await?;
+            if promoted {
+                self.hub.new_events.notify_one();
+            }
+            Ok(())
+        })
+    }
+
+    pub(super) fn release_leases(
+        &self,
+        event_ids: Option<Vec<String>>,
+    ) -> BoxFut<'_, StoreResult<()>> {
+        Box::pin(async move {
+            match event_ids {
+                // Several instances may share this database: only expired
+                // leases are everyone's to release.
+                None => sqlx::query("UPDATE events SET leased_until = 0 WHERE leased_until > 0 AND leased_until < $1")
+                    .bind(crate::domain::time::now_ms())
+                    .execute(&self.pool)
+                    .await,
+                Some(ids) => sqlx::query("UPDATE events SET leased_until = 0 WHERE id = ANY($1)")
+                    .bind(&ids)
+                    .execute(&self.pool)
+                    .await,
+            }?;
+            Ok(())
+        })
+    }
+
+    pub(super) fn next_due_at(&self) -> BoxFut<'_, StoreResult<Option<i64>>> {
+        Box::pin(async move {
+            sqlx::query_scalar(
+                "SELECT min(GREATEST(next_attempt_at, leased_until)) FROM events WHERE is_head = 1 AND status IN ('pending', 'failed')
+                 AND chatbot_id NOT IN (SELECT id FROM chatbots WHERE endpoint_disabled = 1)",
+            )
+            .fetch_one(&self.pool)
+            .await
+            .map_err(backend)
+        })
+    }
+}
+
+impl PostgresStore {
+    pub(super) fn queue_stats(&self) -> BoxFut<'_, StoreResult<QueueStats>> {
+        Box::pin(async move {
+            let row = sqlx::query("SELECT count(*), min(created_at) FROM events WHERE status IN ('pending', 'failed')")
+                .fetch_one(&self.pool)
+                .await?;
+            Ok(QueueStats {
+                pending: row.try_get(0)?,
+                oldest_pending_created_at: row.try_get(1)?,
+            })
+        })
+    }
+}

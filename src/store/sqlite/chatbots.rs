@@ -1,0 +1,137 @@
+//! Instance metadata, chatbots and conversations.
+
+use super::*;
+
+impl SqliteStore {
+    pub(super) fn meta_get_or_init(
+        &self,
+        key: &str,
+        init: String,
+    ) -> BoxFut<'_, StoreResult<String>> {
+        let key = key.to_string();
+        Box::pin(self.write(move |c| {
+            c.execute(
+                "INSERT OR IGNORE INTO meta (key, value) VALUES (?1, ?2)",
+                params![key, init],
+            )?;
+            c.query_row("SELECT value FROM meta WHERE key = ?1", [key], |r| r.get(0))
+                .map_err(backend)
+        }))
+    }
+
+    pub(super) fn create_chatbot(
+        &self,
+        b: Chatbot,
+        api_key_hash: String,
+    ) -> BoxFut<'_, StoreResult<()>> {
+        Box::pin(self.write(move |c| {
+            c.execute(
+                "INSERT INTO chatbots (id, name, webhook_url, retention_ms, api_key_hash, signing_secret, member_id, created_at, allowed_origins)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+                params![b.id, b.name, b.webhook_url, b.retention_ms, api_key_hash, b.signing_secret, b.member_id, b.created_at, b.allowed_origins.to_stored()],
+            )?;
+            Ok(())
+        }))
+    }
+
+    pub(super) fn get_chatbot(&self, id: &str) -> BoxFut<'_, StoreResult<Chatbot>> {
+        let r = self.read(|c| {
+            c.prepare_cached(&format!(
+                "SELECT {CHATBOT_COLS} FROM chatbots WHERE id = ?1"
+            ))?
+            .query_row([id], chatbot_row)
+            .optional()
+        });
+        Box::pin(async move { r?.ok_or(StoreError::NotFound) })
+    }
+
+    pub(super) fn chatbot_by_key(&self, api_key_hash: &str) -> BoxFut<'_, StoreResult<Chatbot>> {
+        let r = self.read(|c| {
+            c.prepare_cached(&format!(
+                "SELECT {CHATBOT_COLS} FROM chatbots WHERE api_key_hash = ?1"
+            ))?
+            .query_row([api_key_hash], chatbot_row)
+            .optional()
+        });
+        Box::pin(async move { r?.ok_or(StoreError::NotFound) })
+    }
+
+    pub(super) fn update_chatbot(&self, b: Chatbot) -> BoxFut<'_, StoreResult<()>> {
+        let hub = self.hub.clone();
+        Box::pin(async move {
+            let enabled = !b.endpoint_disabled;
+            let bot_id = b.id.clone();
+            self.write(move |c| {
+                let (prev, until) = match b.previous_secret {
+                    Some((s, u)) => (Some(s), Some(u)),
+                    None => (None, None),
+                };
+                let n = c
+                    .execute(
+                        "UPDATE chatbots SET name = ?2, webhook_url = ?3, retention_ms = ?4, signing_secret = ?5,
+                         previous_secret = ?6, previous_until = ?7, endpoint_disabled = ?8, allowed_origins = ?9 WHERE id = ?1",
+                        params![b.id, b.name, b.webhook_url, b.retention_ms, b.signing_secret, prev, until, b.endpoint_disabled as i64, b.allowed_origins.to_stored()],
+                    )?;
+                if n == 0 {
+                    return Err(StoreError::NotFound);
+                }
+                Ok(())
+            })
+            .await?;
+            // Cached visitor tokens carry the chatbot's allowed origins.
+            self.visitors.invalidate();
+            self.claims.lock().chatbot_changed(&bot_id, !enabled);
+            if enabled {
+                hub.new_events.notify_one();
+            }
+            Ok(())
+        })
+    }
+
+    pub(super) fn create_conversation(
+        &self,
+        conv: Conversation,
+        token_hash: String,
+    ) -> BoxFut<'_, StoreResult<()>> {
+        Box::pin(self.write(move |c| {
+            c.execute(
+                "INSERT INTO conversations (id, chatbot_id, visitor_id, visitor_name, token_hash, created_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                params![conv.id, conv.chatbot_id, conv.visitor.id, conv.visitor.display_name, token_hash, conv.created_at],
+            )?;
+            Ok(())
+        }))
+    }
+
+    pub(super) fn get_conversation(&self, id: &str) -> BoxFut<'_, StoreResult<Conversation>> {
+        let r = self.read(|c| {
+            c.prepare_cached(&format!(
+                "SELECT {CONV_COLS} FROM conversations WHERE id = ?1"
+            ))?
+            .query_row([id], conversation_row)
+            .optional()
+        });
+        Box::pin(async move { r?.ok_or(StoreError::NotFound) })
+    }
+
+    pub(super) fn conversation_by_token(
+        &self,
+        token_hash: &str,
+    ) -> BoxFut<'_, StoreResult<(Conversation, AllowedOrigins)>> {
+        let r = match self.visitors.get(token_hash) {
+            Ok(v) => Ok(v),
+            Err(generation) => self
+                .read(|c| {
+                    c.prepare_cached(CONV_BY_TOKEN)?
+                        .query_row([token_hash], |r| {
+                            let origins: String = r.get(CONV_COL_COUNT)?;
+                            Ok((conversation_row(r)?, AllowedOrigins::from_stored(&origins)))
+                        })
+                        .optional()
+                })
+                .and_then(|v| v.ok_or(StoreError::NotFound))
+                .inspect(|v| self.visitors.put(generation, token_hash, v)),
+        };
+        Box::pin(async move { r })
+    }
+}

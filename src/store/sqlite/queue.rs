@@ -1,0 +1,339 @@
+//! The delivery queue: events inserted and promoted to head, claims,
+//! attempt records, leases and the queue's figures.
+
+use super::*;
+
+/// Inserts an event; returns it as a delivery to hand out at once when it
+/// is the head of its conversation (nothing earlier still to deliver).
+pub(super) fn insert_event(conn: &Connection, e: NewEvent) -> StoreResult<Option<Claimed>> {
+    // Two plain statements: a RETURNING clause measured dearer than both.
+    let known = writer_cache::active(&e.conversation_id);
+    let behind: bool = match known {
+        Some(n) => n > 0,
+        None => conn
+            .prepare_cached(
+                "SELECT EXISTS (SELECT 1 FROM events INDEXED BY events_active_by_conversation WHERE conversation_id = ?1 AND status IN ('pending', 'failed'))",
+            )
+            .and_then(|mut s| s.query_row([&e.conversation_id], |r| r.get(0)))?,
+    };
+    conn.prepare_cached(
+        "INSERT INTO events (id, chatbot_id, conversation_id, type, payload, created_at, status, attempts, next_attempt_at, is_head)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'pending', 0, ?6, ?7)",
+    )
+    .and_then(|mut s| {
+        s.execute(params![
+            e.id,
+            e.chatbot_id,
+            e.conversation_id,
+            e.event_type,
+            e.payload,
+            e.created_at,
+            !behind
+        ])
+    })?;
+    match known {
+        Some(n) => writer_cache::set_active(&e.conversation_id, n + 1),
+        None if !behind => writer_cache::set_active(&e.conversation_id, 1),
+        None => {}
+    }
+    let seq = conn.last_insert_rowid();
+    Ok((!behind).then(|| Claimed {
+        seq,
+        event_id: e.id,
+        chatbot_id: e.chatbot_id,
+        conversation_id: e.conversation_id,
+        payload: bytes::Bytes::from(e.payload),
+        attempts: 0,
+        attempt_base: 0,
+        bot: None,
+    }))
+}
+
+/// After an event leaves the active states, the next one of its
+/// conversation becomes the head (returned with when it is due, if it was
+/// not the head already), and whether the conversation has any
+/// undelivered event left.
+pub(super) fn promote_next(
+    conn: &Connection,
+    conversation_id: &str,
+) -> StoreResult<(Option<(Claimed, i64)>, bool)> {
+    let next = conn
+        .prepare_cached(
+            "SELECT seq, id, chatbot_id, conversation_id, payload, attempts, attempt_base, next_attempt_at, is_head
+             FROM events INDEXED BY events_active_by_conversation WHERE conversation_id = ?1 AND status IN ('pending', 'failed') ORDER BY seq LIMIT 1",
+        )
+        .and_then(|mut s| {
+            s.query_row([conversation_id], |r| {
+                Ok((
+                    Claimed {
+                        seq: r.get(0)?,
+                        event_id: r.get(1)?,
+                        chatbot_id: r.get(2)?,
+                        conversation_id: r.get(3)?,
+                        payload: bytes::Bytes::from(r.get::<_, Vec<u8>>(4)?),
+                        attempts: r.get(5)?,
+                        attempt_base: r.get(6)?,
+                        bot: None,
+                    },
+                    r.get::<_, i64>(7)?,
+                    r.get::<_, bool>(8)?,
+                ))
+            })
+            .optional()
+        })?;
+    let Some((c, at, false)) = next else {
+        return Ok((None, next.is_some()));
+    };
+    conn.prepare_cached("UPDATE events SET is_head = 1 WHERE seq = ?1")
+        .and_then(|mut s| s.execute([c.seq]))?;
+    Ok((Some((c, at)), true))
+}
+
+impl SqliteStore {
+    pub(super) fn claim_due(
+        &self,
+        now_ms: i64,
+        lease_until: i64,
+        limit: usize,
+        skip: Vec<String>,
+    ) -> BoxFut<'_, StoreResult<Vec<Claimed>>> {
+        // One process owns a SQLite file, so leases live in memory: a claim
+        // takes the hot queue first and reads the table only when it may
+        // hold more (see `claims`), with no write transaction of its own.
+        let mut cl = self.claims.lock();
+        cl.expire(now_ms);
+        let mut out = cl.take_hot(limit, &skip, lease_until);
+        let r = if out.len() < limit && cl.cold_due(now_ms, &skip) {
+            let want = limit - out.len();
+            let scan = self.read(|c| {
+                let skip = serde_json::to_string(&skip).unwrap_or_default();
+                let mut s = c.prepare_cached(
+                    "SELECT seq, id, chatbot_id, conversation_id, payload, attempts, attempt_base FROM events e
+                     WHERE e.is_head = 1 AND e.status IN ('pending', 'failed') AND e.next_attempt_at <= ?1
+                       AND e.chatbot_id NOT IN (SELECT value FROM json_each(?2))
+                       AND e.chatbot_id NOT IN (SELECT id FROM chatbots WHERE endpoint_disabled = 1)
+                     ORDER BY e.next_attempt_at, e.seq LIMIT ?3",
+                )?;
+                let mut found = Vec::with_capacity(want);
+                let mut rows = s.query(params![now_ms, skip, (want + cl.leases.len()) as i64])?;
+                while let Some(r) = rows.next()? {
+                    if found.len() == want {
+                        break;
+                    }
+                    let id: String = r.get(1)?;
+                    if cl.leases.contains_key(&id) {
+                        continue;
+                    }
+                    found.push(Claimed {
+                        seq: r.get(0)?,
+                        event_id: id,
+                        chatbot_id: r.get(2)?,
+                        conversation_id: r.get(3)?,
+                        payload: bytes::Bytes::from(r.get::<_, Vec<u8>>(4)?),
+                        attempts: r.get(5)?,
+                        attempt_base: r.get(6)?,
+                        bot: None,
+                    });
+                }
+                Ok(found)
+            });
+            scan.map(|found| {
+                cl.scanned(now_ms, found.len() < want, &skip);
+                for c in found {
+                    cl.leases.insert(c.event_id.clone(), lease_until);
+                    out.push(c);
+                }
+                out
+            })
+        } else {
+            Ok(out)
+        };
+        drop(cl);
+        Box::pin(async move {
+            let mut rows = r?;
+            rows.sort_by_key(|r| r.seq);
+            Ok(rows)
+        })
+    }
+
+    pub(super) fn record_attempts(
+        &self,
+        records: Vec<AttemptRecord>,
+    ) -> BoxFut<'_, StoreResult<()>> {
+        let hub = self.hub.clone();
+        Box::pin(async move {
+            let ids: Vec<String> = records.iter().map(|r| r.event_id.clone()).collect();
+            let (promoted, retries, gone) = self
+                .write_decided(false, move |c| {
+                    let mut promoted = Vec::new();
+                    let mut retries = Vec::new();
+                    let mut gone = Vec::new();
+                    for rec in &records {
+                        let (status, next, is_head): (&str, i64, bool) = match rec.next {
+                            AttemptNext::Succeeded => ("succeeded", 0, false),
+                            AttemptNext::Dead => ("dead", 0, false),
+                            AttemptNext::RetryAt(t) => ("failed", t, true),
+                            AttemptNext::EndpointGone => ("failed", rec.at_ms, true),
+                        };
+                        let args = params![rec.seq, status, rec.number, next, is_head as i64];
+                        // Whether the event was undelivered before: what
+                        // keeps the writer's count of its conversation right.
+                        let was_active = c
+                            .prepare_cached(
+                                "UPDATE events SET status = ?2, attempts = max(attempts, ?3), next_attempt_at = ?4,
+                                 is_head = ?5, leased_until = 0 WHERE seq = ?1 AND status IN ('pending', 'failed')",
+                            )
+                            .and_then(|mut s| s.execute(args))?
+                            == 1;
+                        if !was_active {
+                            // A late record of an event already ended, or
+                            // of one erased with its conversation while on
+                            // the wire (no row: nothing to record or retry).
+                            writer_cache::forget_active(&rec.conversation_id);
+                            let exists = c
+                                .prepare_cached(
+                                    "UPDATE events SET status = ?2, attempts = max(attempts, ?3), next_attempt_at = ?4,
+                                     is_head = ?5, leased_until = 0 WHERE seq = ?1",
+                                )
+                                .and_then(|mut s| s.execute(args))?
+                                == 1;
+                            if !exists {
+                                continue;
+                            }
+                        }
+                        c.prepare_cached(
+                            "INSERT OR REPLACE INTO attempts (event_id, number, at, status_code, duration_ms, error, response_excerpt, request_headers)
+                             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                        )
+                        .and_then(|mut s| {
+                            s.execute(params![
+                                rec.event_id,
+                                rec.number,
+                                rec.at_ms,
+                                rec.status_code,
+                                rec.duration_ms,
+                                rec.error,
+                                rec.response_excerpt,
+                                rec.request_headers
+                            ])
+                        })?;
+                        if let AttemptNext::RetryAt(t) = rec.next {
+                            retries.push(t);
+                        }
+                        if rec.next == AttemptNext::EndpointGone {
+                            writer_cache::clear_conversations();
+                            let bot: String = c
+                                .prepare_cached(
+                                    "UPDATE chatbots SET endpoint_disabled = 1 WHERE id = (SELECT chatbot_id FROM events WHERE id = ?1)
+                                     RETURNING id",
+                                )
+                                .and_then(|mut s| s.query_row([&rec.event_id], |r| r.get(0)))?;
+                            gone.push(bot);
+                        }
+                        if is_head {
+                            continue;
+                        }
+                        // The event left the undelivered states: the next
+                        // of its conversation, if any, becomes the head.
+                        let left = match writer_cache::active(&rec.conversation_id) {
+                            Some(n) if was_active && n > 0 => {
+                                let left = n.saturating_sub(1);
+                                writer_cache::set_active(&rec.conversation_id, left);
+                                Some(left)
+                            }
+                            _ => None,
+                        };
+                        if left == Some(0) {
+                            continue;
+                        }
+                        let (next, any_left) = promote_next(c, &rec.conversation_id)?;
+                        if let Some(mut p) = next {
+                            // Its chatbot as the writer knows it, if it
+                            // does: the dispatcher need not read it.
+                            p.0.bot = writer_cache::conversation(&rec.conversation_id).map(|c| c.bot);
+                            promoted.push(p);
+                        }
+                        if !any_left {
+                            writer_cache::set_active(&rec.conversation_id, 0);
+                        }
+                    }
+                    Ok((promoted, retries, gone))
+                })
+                .await?;
+            let wake = !promoted.is_empty() || !gone.is_empty();
+
+            {
+                let mut cl = self.claims.lock();
+                for id in &ids {
+                    cl.leases.remove(id);
+                }
+                for t in retries {
+                    cl.retry_at(t);
+                }
+                for bot in &gone {
+                    cl.chatbot_changed(bot, true);
+                }
+                let now = crate::domain::time::now_ms();
+                let mut due = Vec::with_capacity(promoted.len());
+                for (c, at) in promoted {
+                    if at <= now {
+                        due.push(c);
+                    } else {
+                        cl.cold_at(at);
+                    }
+                }
+                cl.offer(due);
+            }
+            if wake {
+                hub.new_events.notify_one();
+            }
+            Ok(())
+        })
+    }
+
+    pub(super) fn release_leases(
+        &self,
+        event_ids: Option<Vec<String>>,
+    ) -> BoxFut<'_, StoreResult<()>> {
+        let mut cl = self.claims.lock();
+        match event_ids {
+            None => cl.release_claimed(),
+            Some(ids) => {
+                for id in ids {
+                    cl.leases.remove(&id);
+                }
+            }
+        }
+        cl.cold_at(0);
+        Box::pin(async { Ok(()) })
+    }
+
+    pub(super) fn give_back(&self, claims: Vec<Claimed>) -> BoxFut<'_, StoreResult<()>> {
+        self.claims.lock().give_back(claims);
+        Box::pin(async { Ok(()) })
+    }
+
+    pub(super) fn next_due_at(&self) -> BoxFut<'_, StoreResult<Option<i64>>> {
+        // Known in memory: the next retry, or the next safety scan.
+        let now = crate::domain::time::now_ms();
+        let at = self.claims.lock().next_due_at(now);
+        Box::pin(async move { Ok(at) })
+    }
+}
+
+impl SqliteStore {
+    pub(super) fn queue_stats(&self) -> BoxFut<'_, StoreResult<QueueStats>> {
+        let r = self.read(|c| {
+            c.prepare_cached(
+                "SELECT count(*), min(created_at) FROM events WHERE status IN ('pending', 'failed')",
+            )?
+            .query_row([], |r| {
+                Ok(QueueStats {
+                    pending: r.get(0)?,
+                    oldest_pending_created_at: r.get(1)?,
+                })
+            })
+        });
+        Box::pin(async move { r })
+    }
+}
