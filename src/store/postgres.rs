@@ -43,7 +43,7 @@ pub struct PostgresStore {
     pool: PgPool,
     hub: Arc<Hub>,
     /// Names this instance in its notifications (see [`notify`]).
-    instance: Arc<str>,
+    instance: notify::Instance,
     _listening: Option<notify::Listening>,
     /// Group commit of clicks and submits (see [`batch`]).
     clicks: batch::Batcher,
@@ -72,7 +72,7 @@ impl PostgresStore {
     pub async fn open(url: &str, hub: Arc<Hub>, pool_size: u32) -> StoreResult<Self> {
         let opts = connect::options(url)?;
         let pool = connect::pool(&opts, pool_size).await?;
-        let instance: Arc<str> = uuid::Uuid::new_v4().simple().to_string().into();
+        let instance = notify::Instance::new();
         let single = batch::single(pool.clone(), instance.clone());
         let clicks = batch::Batcher::new(pool.clone(), instance.clone(), single);
         let mut store = Self {
@@ -104,15 +104,15 @@ impl PostgresStore {
         api: &[ApiEvent],
         due: bool,
     ) -> StoreResult<()> {
-        let mut notes = notify::Notes::default();
+        let mut notes = notify::Notes::new(&self.instance);
         for e in stream {
-            notes.stream(&self.instance, e);
+            notes.stream(e);
         }
         for e in api {
-            notes.api(&self.instance, e);
+            notes.api(e);
         }
         if due {
-            notes.due(&self.instance);
+            notes.due();
         }
         notes.send(&mut tx).await?;
         tx.commit().await.map_err(backend)

@@ -397,3 +397,55 @@ async fn an_answer_committed_while_the_listener_is_down_is_told_after_it_listens
     assert_eq!(answered.1["id"], created.1["id"]);
     assert_eq!(answered.1["status"], "answered");
 }
+
+/// One instance alone on its database sends no notifications (each would
+/// put its commit behind PostgreSQL's notification queue lock); once a
+/// second instance listens, the first notifies again at once.
+#[actix_web::test]
+async fn an_instance_alone_sends_no_notifications_until_another_listens() {
+    let url = fresh_postgres_database().await;
+    let u1 = url.clone();
+    let a = spawn_app_with(move |c| c.database = Database::Postgres(u1)).await;
+    let rx = Receiver::start().await;
+    let bot = a.create_bot(&rx.url).await;
+    // A plain connection listening on the channel (not an instance).
+    let mut ear = sqlx::postgres::PgListener::connect(&url).await.unwrap();
+    ear.listen("blockhook").await.unwrap();
+    let conv = a.create_conv(&bot).await;
+    let msg = a.buttons(&bot, &conv, false).await;
+    let clicked = a
+        .click(&conv, msg["id"].as_str().unwrap(), "b1", "approve")
+        .await;
+    assert_eq!(clicked.status(), 200);
+    let heard = tokio::time::timeout(Duration::from_millis(500), ear.recv()).await;
+    assert!(
+        heard.is_err(),
+        "an instance alone notifies nobody: {heard:?}"
+    );
+    let u2 = url.clone();
+    let b = spawn_app_with(move |c| c.database = Database::Postgres(u2)).await;
+    // B's start is announced (`j`), then A notifies its commits again.
+    let joined = tokio::time::timeout(WAIT, ear.recv())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(joined.payload().ends_with("\tj"), "{}", joined.payload());
+    let mut stream = Sse::connect_at(&b.address, &b, &conv, None).await;
+    let msg = a.buttons(&bot, &conv, false).await;
+    let started = Instant::now();
+    let heard = tokio::time::timeout(WAIT, ear.recv())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(!heard.payload().ends_with("\tj"), "{}", heard.payload());
+    stream
+        .until(WAIT, |e| {
+            e.event == "message.created" && e.data["id"] == msg["id"]
+        })
+        .await;
+    assert!(
+        started.elapsed() < PROMPT,
+        "B heard A after {:?}",
+        started.elapsed()
+    );
+}

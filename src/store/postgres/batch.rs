@@ -27,6 +27,7 @@ use sqlx::Row;
 use sqlx::postgres::PgPool;
 use tokio::sync::oneshot;
 
+use super::notify::Instance;
 use super::{Tx, backend, inbox, message_json, parse_message};
 use crate::domain::inbox as domain;
 use crate::domain::interact::Context;
@@ -71,12 +72,12 @@ pub struct Batcher {
 struct Inner {
     queue: Mutex<Queue>,
     pool: PgPool,
-    instance: Arc<str>,
+    instance: Instance,
     single: Single,
 }
 
 impl Batcher {
-    pub fn new(pool: PgPool, instance: Arc<str>, single: Single) -> Self {
+    pub fn new(pool: PgPool, instance: Instance, single: Single) -> Self {
         Self {
             inner: Arc::new(Inner {
                 queue: Mutex::new(Queue::default()),
@@ -194,7 +195,7 @@ type Results = Vec<Option<StoreResult<Done>>>;
 /// `None` for one to run on its own afterwards.
 async fn apply_set(
     pool: &PgPool,
-    instance: &str,
+    instance: &Instance,
     reqs: &[&InteractRequest],
 ) -> StoreResult<Results> {
     let mut tx = pool.begin().await.map_err(backend)?;
@@ -293,8 +294,8 @@ async fn apply_set(
 
     let seqs = write(&mut tx, &interactions, &messages, &decisions).await?;
 
-    let mut notes = super::notify::Notes::default();
-    notes.due(instance);
+    let mut notes = super::notify::Notes::new(instance);
+    notes.due();
     let mut done: Vec<(usize, Done)> = Vec::with_capacity(decisions.len());
     let mut seqs = seqs.into_iter();
     for d in decisions {
@@ -309,12 +310,12 @@ async fn apply_set(
                 kind: "message.updated".into(),
                 data,
             };
-            notes.stream(instance, &e);
+            notes.stream(&e);
             stream.push(e);
         }
         let api: Vec<ApiEvent> = d.answered.into_iter().collect();
         for a in &api {
-            notes.api(instance, a);
+            notes.api(a);
         }
         let out = outs
             .remove(&d.job)
@@ -513,7 +514,7 @@ async fn write(
 /// click a batch set aside or a batch that failed.
 pub async fn interact_single(
     pool: &PgPool,
-    instance: &str,
+    instance: &Instance,
     req: InteractRequest,
 ) -> StoreResult<Done> {
     let mut tx = pool.begin().await.map_err(backend)?;
@@ -533,14 +534,14 @@ pub async fn interact_single(
         None,
     )
     .await?;
-    let mut notes = super::notify::Notes::default();
+    let mut notes = super::notify::Notes::new(instance);
     for e in &fx.stream {
-        notes.stream(instance, e);
+        notes.stream(e);
     }
     for e in &fx.api {
-        notes.api(instance, e);
+        notes.api(e);
     }
-    notes.due(instance);
+    notes.due();
     notes.send(&mut tx).await?;
     tx.commit().await.map_err(backend)?;
     Ok(Done {
@@ -551,7 +552,7 @@ pub async fn interact_single(
 }
 
 /// The single path as the batcher calls it.
-pub fn single(pool: PgPool, instance: Arc<str>) -> Single {
+pub fn single(pool: PgPool, instance: Instance) -> Single {
     Arc::new(move |req| {
         let (pool, instance) = (pool.clone(), instance.clone());
         Box::pin(async move { interact_single(&pool, &instance, req).await })

@@ -99,8 +99,8 @@ impl PostgresStore {
             }
             if !b.endpoint_disabled {
                 self.hub.new_events.notify_one();
-                let mut notes = notify::Notes::default();
-                notes.due(&self.instance);
+                let mut notes = notify::Notes::new(&self.instance);
+                notes.due();
                 let mut tx = self.pool.begin().await?;
                 notes.send(&mut tx).await?;
                 tx.commit().await?;

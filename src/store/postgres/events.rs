@@ -145,8 +145,8 @@ impl PostgresStore {
             .bind(event.created_at)
             .execute(&mut *tx)
             .await?;
-            let mut notes = notify::Notes::default();
-            notes.due(&self.instance);
+            let mut notes = notify::Notes::new(&self.instance);
+            notes.due();
             notes.send(&mut tx).await?;
             tx.commit().await?;
             self.hub.new_events.notify_one();

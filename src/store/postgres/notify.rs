@@ -13,7 +13,9 @@
 //! `{instance}\ts\t{conversation}\t{seq}\t{kind}\t{data}` (a stream entry),
 //! `{instance}\ta\t{chatbot}\t{interaction}\t{kind}\t{data}` (an inbox
 //! change), `{instance}\tx\t{conversation}` (an erasure committed: the
-//! conversation's streams end, its claimed deliveries are dropped).
+//! conversation's streams end, its claimed deliveries are dropped),
+//! `{instance}\tj` (that instance started listening: see [`Instance`]; an
+//! instance that hears of no other sends only these and erasures).
 //! `kind` and `data` are left empty when they would make the
 //! payload longer than PostgreSQL takes; the listener then reads the row.
 //! JSON text never holds a raw tab, so `data` is the rest of the line.
@@ -24,6 +26,7 @@
 //! their own safety-net poll, ask waiters on theirs).
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
 use std::time::Duration;
 
 use sqlx::postgres::{PgConnectOptions, PgListener, PgPool, PgPoolOptions};
@@ -40,17 +43,113 @@ const MAX_PAYLOAD: usize = 7900;
 /// flight when it was lost).
 const RESYNC_MARGIN_MS: i64 = 5_000;
 
+/// How often an instance counts the others listening (besides hearing
+/// each one that starts listening at once).
+const RECOUNT: Duration = Duration::from_secs(5);
+/// The `application_name` of every listening connection.
+const LISTENER: &str = "blockhook listener";
+
+/// This instance as the others hear it: its id, and whether any other
+/// instance listens on the database. While none does, transactions send no
+/// notifications: each `NOTIFY` holds PostgreSQL's notification queue lock
+/// from the statement until its commit is flushed, which puts the commits
+/// of all notifying transactions one after another. An instance that starts
+/// listening says so (`{instance}\tj`), so the others notify again at
+/// once; each instance counts the listening connections every [`RECOUNT`]
+/// to find out that the others have gone.
+#[derive(Clone)]
+pub struct Instance {
+    id: Arc<str>,
+    /// Bit 0: another instance listens. The rest: how many times one was
+    /// heard starting, so a count begun before it cannot undo it.
+    peers: Arc<AtomicU64>,
+    /// The backend pid of this instance's listening connection.
+    listener_pid: Arc<AtomicI32>,
+}
+
+impl Instance {
+    /// A new instance, taken to have others until it has counted them.
+    pub fn new() -> Self {
+        Self {
+            id: uuid::Uuid::new_v4().simple().to_string().into(),
+            peers: Arc::new(AtomicU64::new(1)),
+            listener_pid: Arc::new(AtomicI32::new(0)),
+        }
+    }
+
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// Whether another instance listens (or may: until counted).
+    pub fn has_peers(&self) -> bool {
+        self.peers.load(Ordering::Acquire) & 1 == 1
+    }
+
+    /// Another instance started listening.
+    fn joined(&self) {
+        let _ = self
+            .peers
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |v| {
+                Some(((v >> 1) + 1) << 1 | 1)
+            });
+    }
+
+    /// Counts the other instances' listening connections on `pool`'s
+    /// database: none unsets [`Self::has_peers`] unless one was heard
+    /// starting meanwhile.
+    async fn count(&self, pool: &PgPool) {
+        let before = self.peers.load(Ordering::Acquire);
+        let listening: Result<i64, _> = sqlx::query_scalar(
+            "SELECT count(*) FROM pg_stat_activity
+             WHERE datname = current_database() AND application_name = $1 AND pid <> $2",
+        )
+        .bind(LISTENER)
+        .bind(self.listener_pid.load(Ordering::Acquire))
+        .fetch_one(pool)
+        .await;
+        match listening {
+            Ok(0) => {
+                let _ = self.peers.compare_exchange(
+                    before,
+                    before & !1,
+                    Ordering::AcqRel,
+                    Ordering::Acquire,
+                );
+            }
+            Ok(_) => {
+                self.peers.fetch_or(1, Ordering::AcqRel);
+            }
+            Err(e) => tracing::debug!(error = %e, "cannot count the listening instances"),
+        }
+    }
+}
+
+impl Default for Instance {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 /// The payloads a transaction sends on commit.
-#[derive(Default)]
 pub struct Notes {
+    instance: Instance,
     payloads: Vec<String>,
     due: bool,
 }
 
 impl Notes {
-    pub fn stream(&mut self, instance: &str, e: &StreamEvent) {
+    pub fn new(instance: &Instance) -> Self {
+        Self {
+            instance: instance.clone(),
+            payloads: Vec::new(),
+            due: false,
+        }
+    }
+
+    pub fn stream(&mut self, e: &StreamEvent) {
         self.payloads.push(line(
-            instance,
+            &self.instance.id,
             's',
             &e.conversation_id,
             &e.seq.to_string(),
@@ -59,9 +158,9 @@ impl Notes {
         ));
     }
 
-    pub fn api(&mut self, instance: &str, e: &ApiEvent) {
+    pub fn api(&mut self, e: &ApiEvent) {
         self.payloads.push(line(
-            instance,
+            &self.instance.id,
             'a',
             &e.chatbot_id,
             &e.interaction_id,
@@ -72,10 +171,10 @@ impl Notes {
 
     /// A delivery may have become due (a new event, a new head, a
     /// redelivery, an endpoint enabled again).
-    pub fn due(&mut self, instance: &str) {
+    pub fn due(&mut self) {
         if !self.due {
             self.due = true;
-            self.payloads.push(format!("{instance}\te"));
+            self.payloads.push(format!("{}\te", self.instance.id));
         }
     }
 
@@ -83,9 +182,10 @@ impl Notes {
         self.payloads.is_empty()
     }
 
-    /// Queues the notifications in the transaction (sent on its commit).
+    /// Queues the notifications in the transaction (sent on its commit),
+    /// when another instance may hear them.
     pub async fn send(&self, tx: &mut Transaction<'_, Postgres>) -> StoreResult<()> {
-        if self.payloads.is_empty() {
+        if self.payloads.is_empty() || !self.instance.has_peers() {
             return Ok(());
         }
         sqlx::query("SELECT pg_notify($1, p) FROM unnest($2::text[]) AS p")
@@ -97,9 +197,10 @@ impl Notes {
     }
 }
 
-/// The payload of an erasure of `conversation`, sent in its transaction.
-pub fn erased(instance: &str, conversation: &str) -> String {
-    format!("{instance}\tx\t{conversation}")
+/// The payload of an erasure of `conversation`, sent in its transaction
+/// (always: an erasure is rare, and an instance just started must hear it).
+pub fn erased(instance: &Instance, conversation: &str) -> String {
+    format!("{}\tx\t{conversation}", instance.id)
 }
 
 fn line(instance: &str, tag: char, a: &str, b: &str, kind: &str, data: &str) -> String {
@@ -115,6 +216,8 @@ fn line(instance: &str, tag: char, a: &str, b: &str, kind: &str, data: &str) -> 
 #[derive(Debug, PartialEq)]
 enum Heard<'a> {
     Due,
+    /// Another instance started listening.
+    Joined,
     Erased(&'a str),
     Stream {
         conversation: &'a str,
@@ -137,6 +240,9 @@ fn parse<'a>(own: &str, payload: &'a str) -> Option<Heard<'a>> {
     let tag = f.next()?;
     if tag == "e" {
         return Some(Heard::Due);
+    }
+    if tag == "j" {
+        return Some(Heard::Joined);
     }
     if tag == "x" {
         return Some(Heard::Erased(f.next()?));
@@ -169,12 +275,15 @@ fn api_kind(status: &str) -> &'static str {
     }
 }
 
-/// The listening task, stopped when the store is dropped.
-pub struct Listening(tokio::task::AbortHandle);
+/// The listening task and the counting one, stopped when the store is
+/// dropped.
+pub struct Listening([tokio::task::AbortHandle; 2]);
 
 impl Drop for Listening {
     fn drop(&mut self) {
-        self.0.abort();
+        for t in &self.0 {
+            t.abort();
+        }
     }
 }
 
@@ -184,33 +293,61 @@ pub async fn listen(
     opts: &PgConnectOptions,
     pool: PgPool,
     hub: Arc<Hub>,
-    instance: Arc<str>,
+    me: Instance,
 ) -> StoreResult<Listening> {
     let own = PgPoolOptions::new()
         .max_connections(1)
-        .connect_lazy_with(opts.clone().application_name("blockhook listener"));
-    let listener = subscribe(&own).await?;
-    let task = tokio::spawn(run(own, listener, pool, hub, instance));
-    Ok(Listening(task.abort_handle()))
+        .connect_lazy_with(opts.clone().application_name(LISTENER));
+    let listener = subscribe(&own, &pool, &me).await?;
+    let counting = tokio::spawn(count_peers(pool.clone(), me.clone()));
+    let task = tokio::spawn(run(own, listener, pool, hub, me));
+    Ok(Listening([task.abort_handle(), counting.abort_handle()]))
 }
 
-async fn subscribe(own: &PgPool) -> StoreResult<PgListener> {
+/// Listens, then tells the other instances so and counts them.
+async fn subscribe(own: &PgPool, pool: &PgPool, me: &Instance) -> StoreResult<PgListener> {
     let mut l = PgListener::connect_with(own).await?;
     l.listen(CHANNEL).await?;
+    join(&mut l, pool, me).await?;
     Ok(l)
 }
 
-async fn run(own: PgPool, mut listener: PgListener, pool: PgPool, hub: Arc<Hub>, me: Arc<str>) {
+/// Says on `pool` that `l` listens, and counts the others.
+async fn join(l: &mut PgListener, pool: &PgPool, me: &Instance) -> StoreResult<()> {
+    let pid: i32 = sqlx::query_scalar("SELECT pg_backend_pid()")
+        .fetch_one(&mut *l)
+        .await?;
+    me.listener_pid.store(pid, Ordering::Release);
+    sqlx::query("SELECT pg_notify($1, $2)")
+        .bind(CHANNEL)
+        .bind(format!("{}\tj", me.id))
+        .execute(pool)
+        .await?;
+    me.count(pool).await;
+    Ok(())
+}
+
+async fn count_peers(pool: PgPool, me: Instance) {
+    loop {
+        tokio::time::sleep(RECOUNT).await;
+        me.count(&pool).await;
+    }
+}
+
+async fn run(own: PgPool, mut listener: PgListener, pool: PgPool, hub: Arc<Hub>, me: Instance) {
     loop {
         match listener.try_recv().await {
             Ok(Some(n)) => {
-                if let Some(h) = parse(&me, n.payload()) {
-                    heard(&pool, &hub, h).await;
+                if let Some(h) = parse(&me.id, n.payload()) {
+                    heard(&pool, &hub, &me, h).await;
                 }
             }
             // Lost, and listening again (sqlx reconnects before saying so).
             Ok(None) => {
                 tracing::warn!("the listening connection to PostgreSQL was lost; listening again");
+                if let Err(e) = join(&mut listener, &pool, &me).await {
+                    tracing::warn!(error = %e, "cannot tell the other instances this one listens again");
+                }
                 resync(&pool, &hub, crate::domain::time::now_ms()).await;
             }
             Err(e) => {
@@ -218,7 +355,7 @@ async fn run(own: PgPool, mut listener: PgListener, pool: PgPool, hub: Arc<Hub>,
                 tracing::warn!(error = %e, "the listening connection to PostgreSQL failed");
                 listener = loop {
                     tokio::time::sleep(Duration::from_millis(500)).await;
-                    match subscribe(&own).await {
+                    match subscribe(&own, &pool, &me).await {
                         Ok(l) => break l,
                         Err(e) => tracing::warn!(error = %e, "cannot listen on PostgreSQL yet"),
                     }
@@ -231,9 +368,10 @@ async fn run(own: PgPool, mut listener: PgListener, pool: PgPool, hub: Arc<Hub>,
 
 /// Raises the in-process signal a notification stands for, reading the row
 /// when the payload could not hold it.
-async fn heard(pool: &PgPool, hub: &Hub, h: Heard<'_>) {
+async fn heard(pool: &PgPool, hub: &Hub, me: &Instance, h: Heard<'_>) {
     match h {
         Heard::Due => hub.new_events.notify_one(),
+        Heard::Joined => me.joined(),
         Heard::Erased(conversation) => hub.erased.announce(conversation),
         Heard::Stream {
             conversation,
@@ -370,20 +508,19 @@ mod tests {
 
     #[test]
     fn payloads_round_trip_and_own_ones_are_skipped() {
-        let mut n = Notes::default();
-        n.stream(
-            "i1",
-            &StreamEvent {
-                seq: 7,
-                conversation_id: "cnv_1".into(),
-                kind: "message.updated".into(),
-                data: "{\"a\":\"x\\ty\"}".into(),
-            },
-        );
-        n.due("i1");
-        n.due("i1");
+        let me = Instance::new();
+        let i1 = me.id().to_string();
+        let mut n = Notes::new(&me);
+        n.stream(&StreamEvent {
+            seq: 7,
+            conversation_id: "cnv_1".into(),
+            kind: "message.updated".into(),
+            data: "{\"a\":\"x\\ty\"}".into(),
+        });
+        n.due();
+        n.due();
         assert_eq!(n.payloads.len(), 2, "one `due` per transaction");
-        assert_eq!(parse("i1", &n.payloads[0]), None);
+        assert_eq!(parse(&i1, &n.payloads[0]), None);
         assert_eq!(
             parse("i2", &n.payloads[0]),
             Some(Heard::Stream {
@@ -393,9 +530,30 @@ mod tests {
             })
         );
         assert_eq!(parse("i2", &n.payloads[1]), Some(Heard::Due));
-        let x = erased("i1", "cnv_9");
-        assert_eq!(parse("i1", &x), None);
+        let x = erased(&me, "cnv_9");
+        assert_eq!(parse(&i1, &x), None);
         assert_eq!(parse("i2", &x), Some(Heard::Erased("cnv_9")));
+    }
+
+    #[test]
+    fn an_instance_heard_starting_is_not_undone_by_a_count_begun_before() {
+        let me = Instance::new();
+        assert!(me.has_peers(), "others are assumed until counted");
+        let before = me.peers.load(Ordering::Acquire);
+        me.peers.fetch_and(!1, Ordering::AcqRel);
+        assert!(!me.has_peers());
+        me.joined();
+        assert!(me.has_peers());
+        // What `count` does on finding none, with the value it read first.
+        let undone =
+            me.peers
+                .compare_exchange(before, before & !1, Ordering::AcqRel, Ordering::Acquire);
+        assert!(undone.is_err());
+        assert!(me.has_peers());
+        assert_eq!(
+            parse("other", &format!("{}\tj", "other2")),
+            Some(Heard::Joined)
+        );
     }
 
     #[test]
