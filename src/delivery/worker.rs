@@ -213,21 +213,22 @@ impl Dispatcher {
             let free = self.global.available_permits();
             let (skip, reopen) = self.held_back(Instant::now());
             let mut wanted = free == 0 || !skip.is_empty();
-            let mut claimed_any = false;
+            // Whether the claim may have left due deliveries behind: only a
+            // full one (a short one took all there were; whatever falls due
+            // after it wakes the loop).
+            let mut more = false;
             if free > 0 {
                 let now = now_ms();
                 let lease_until = now + lease.as_millis() as i64;
-                match store
-                    .claim_due(now, lease_until, self.claim_size(free), skip)
-                    .await
-                {
+                let size = self.claim_size(free);
+                match store.claim_due(now, lease_until, size, skip).await {
                     Ok(batch) if self.stop_claiming.is_cancelled() => {
                         self.release(batch.into_iter().map(|c| c.event_id).collect())
                             .await;
                         return;
                     }
                     Ok(batch) => {
-                        claimed_any = !batch.is_empty();
+                        more = batch.len() >= size;
                         wanted |= self.dispatch(batch).await;
                     }
                     Err(e) => {
@@ -241,7 +242,7 @@ impl Dispatcher {
                 }
             }
             self.room_wanted.store(wanted, Ordering::SeqCst);
-            if claimed_any {
+            if more {
                 continue;
             }
             let wait = self.idle_wait(reopen).await;

@@ -1,6 +1,8 @@
 //! The delivery queue: conversations locked in order, events inserted and
 //! promoted to head, claims, attempt records, leases and the queue's figures.
 
+use std::collections::HashMap;
+
 use super::*;
 
 /// Serialises the event queue of one conversation across instances; false
@@ -218,8 +220,11 @@ impl PostgresStore {
         skip: Vec<String>,
     ) -> BoxFut<'_, StoreResult<Vec<Claimed>>> {
         Box::pin(async move {
-            let rows = sqlx::query(
-                "UPDATE events SET leased_until = $2 WHERE seq IN (
+            // The chatbot's row comes with its claimed events (the
+            // delivery needs its URL and secrets): one round trip, not two.
+            let q = format!(
+                "WITH claimed AS (
+                   UPDATE events SET leased_until = $2 WHERE seq IN (
                     SELECT e.seq FROM events e
                     WHERE e.is_head = 1 AND e.status IN ('pending', 'failed')
                       AND e.next_attempt_at <= $1 AND e.leased_until <= $1
@@ -227,29 +232,50 @@ impl PostgresStore {
                       AND e.chatbot_id NOT IN (SELECT id FROM chatbots WHERE endpoint_disabled = 1)
                     ORDER BY e.next_attempt_at, e.seq LIMIT $4
                     FOR UPDATE SKIP LOCKED)
-                 RETURNING seq, id, chatbot_id, conversation_id, payload, attempts, attempt_base",
-            )
-            .bind(now_ms)
-            .bind(lease_until)
-            .bind(&skip)
-            .bind(limit as i64)
-            .fetch_all(&self.pool)
-            .await?;
-            let mut out = rows
-                .iter()
-                .map(|r| {
-                    Ok(Claimed {
-                        seq: r.try_get(0)?,
-                        event_id: r.try_get(1)?,
-                        chatbot_id: r.try_get(2)?,
-                        conversation_id: r.try_get(3)?,
-                        payload: bytes::Bytes::from(r.try_get::<Vec<u8>, _>(4)?),
-                        attempts: r.try_get::<i64, _>(5)? as u32,
-                        attempt_base: r.try_get::<i64, _>(6)? as u32,
-                        bot: None,
-                    })
-                })
-                .collect::<Result<Vec<_>, sqlx::Error>>()?;
+                   RETURNING seq, id, chatbot_id, conversation_id, payload, attempts, attempt_base)
+                 SELECT {}, c.seq, c.id, c.chatbot_id, c.conversation_id, c.payload, c.attempts, c.attempt_base
+                 FROM claimed c LEFT JOIN chatbots b ON b.id = c.chatbot_id",
+                CHATBOT_COLS
+                    .split(", ")
+                    .map(|col| format!("b.{col}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+            let rows = sqlx::query(&q)
+                .bind(now_ms)
+                .bind(lease_until)
+                .bind(&skip)
+                .bind(limit as i64)
+                .fetch_all(&self.pool)
+                .await?;
+            // The event's columns follow the chatbot's.
+            let at = CHATBOT_COLS.split(", ").count();
+            let mut bots: HashMap<String, Arc<Chatbot>> = HashMap::new();
+            let mut out = Vec::with_capacity(rows.len());
+            for r in &rows {
+                let chatbot_id: String = r.try_get(at + 2)?;
+                // None when the chatbot is gone: the dispatcher reads it
+                // and records what it finds.
+                let bot = match bots.get(&chatbot_id) {
+                    Some(b) => Some(b.clone()),
+                    None if r.try_get::<Option<String>, _>(0)?.is_none() => None,
+                    None => {
+                        let b = Arc::new(chatbot_row(r)?);
+                        bots.insert(chatbot_id.clone(), b.clone());
+                        Some(b)
+                    }
+                };
+                out.push(Claimed {
+                    seq: r.try_get(at)?,
+                    event_id: r.try_get(at + 1)?,
+                    chatbot_id,
+                    conversation_id: r.try_get(at + 3)?,
+                    payload: bytes::Bytes::from(r.try_get::<Vec<u8>, _>(at + 4)?),
+                    attempts: r.try_get::<i64, _>(at + 5)? as u32,
+                    attempt_base: r.try_get::<i64, _>(at + 6)? as u32,
+                    bot,
+                });
+            }
             out.sort_by_key(|c| c.seq);
             Ok(out)
         })
