@@ -14,6 +14,7 @@ use crate::domain::inbox::{Interaction, NewInteraction};
 use crate::domain::interact::Action;
 use crate::domain::model::{Chatbot, Conversation, Message, Person};
 use crate::domain::origins::AllowedOrigins;
+use crate::domain::status::InteractionStatus;
 
 pub type BoxFut<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
@@ -118,7 +119,7 @@ pub enum AnswerOutcome {
 /// A filter for listing interactions.
 #[derive(Debug, Clone, Default)]
 pub struct InteractionFilter {
-    pub status: Option<String>,
+    pub status: Option<InteractionStatus>,
     pub conversation_id: Option<String>,
 }
 
@@ -374,7 +375,7 @@ pub trait Store: Send + Sync + 'static {
     fn close_interaction(
         &self,
         id: &str,
-        status: &'static str,
+        status: InteractionStatus,
         reason: &'static str,
         now_ms: i64,
     ) -> BoxFut<'_, StoreResult<Interaction>>;

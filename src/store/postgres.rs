@@ -263,7 +263,7 @@ impl Store for PostgresStore {
     fn close_interaction(
         &self,
         id: &str,
-        status: &'static str,
+        status: InteractionStatus,
         reason: &'static str,
         now_ms: i64,
     ) -> BoxFut<'_, StoreResult<Interaction>> {

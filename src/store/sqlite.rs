@@ -281,7 +281,7 @@ impl Store for SqliteStore {
     fn close_interaction(
         &self,
         id: &str,
-        status: &'static str,
+        status: InteractionStatus,
         reason: &'static str,
         now_ms: i64,
     ) -> BoxFut<'_, StoreResult<Interaction>> {

@@ -108,6 +108,18 @@ pub(super) async fn append_stream(
     })
 }
 
+/// A status column, parsed: a text that names no status fails to decode.
+pub(super) fn status_col<T>(r: &PgRow, idx: usize) -> Result<T, sqlx::Error>
+where
+    T: std::str::FromStr<Err = crate::domain::status::UnknownStatus>,
+{
+    let s: String = r.try_get(idx)?;
+    s.parse().map_err(|e| sqlx::Error::ColumnDecode {
+        index: idx.to_string(),
+        source: Box::new(e),
+    })
+}
+
 pub(super) fn summary_row(r: &PgRow) -> Result<EventSummary, sqlx::Error> {
     let status: String = r.try_get(4)?;
     let next: i64 = r.try_get(6)?;

@@ -120,6 +120,18 @@ pub(super) fn message_json(m: &Message) -> String {
     serde_json::to_string(m).unwrap_or_default()
 }
 
+/// A status column, parsed: a text that names no status is a conversion
+/// failure of that column.
+pub(super) fn status_col<T>(r: &rusqlite::Row<'_>, idx: usize) -> rusqlite::Result<T>
+where
+    T: std::str::FromStr<Err = crate::domain::status::UnknownStatus>,
+{
+    let s: String = r.get(idx)?;
+    s.parse().map_err(|e| {
+        rusqlite::Error::FromSqlConversionFailure(idx, rusqlite::types::Type::Text, Box::new(e))
+    })
+}
+
 pub(super) fn summary_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<EventSummary> {
     let status: String = r.get(4)?;
     let next: i64 = r.get(6)?;
