@@ -1,6 +1,7 @@
 //! Row mapping, and the message rows a transaction locks, saves and inserts.
 
 use super::*;
+use crate::domain::status::EventStatus;
 
 pub(super) const CHATBOT_COLS: &str = "id, name, webhook_url, retention_ms, signing_secret, previous_secret, previous_until, endpoint_disabled, member_id, created_at, allowed_origins";
 
@@ -121,9 +122,9 @@ where
 }
 
 pub(super) fn summary_row(r: &PgRow) -> Result<EventSummary, sqlx::Error> {
-    let status: String = r.try_get(4)?;
+    let status: EventStatus = status_col(r, 4)?;
     let next: i64 = r.try_get(6)?;
-    let active = status == "pending" || status == "failed";
+    let active = status.is_active();
     Ok(EventSummary {
         event_id: r.try_get(0)?,
         event_type: r.try_get(1)?,
