@@ -9,6 +9,7 @@ use crate::domain::blocks::Block;
 use crate::domain::error::Rejection;
 use crate::domain::interact::{self, Accepted, Action, Context};
 use crate::domain::model::Message;
+use crate::domain::status::InteractionStatus;
 
 mod answer;
 pub use answer::action_from_answer;
@@ -65,7 +66,7 @@ pub struct Interaction {
     pub conversation_id: String,
     pub message_id: String,
     pub kind: String,
-    pub status: String,
+    pub status: InteractionStatus,
     pub prompt: String,
     pub payload: Value,
     pub spec: Spec,
@@ -78,11 +79,12 @@ pub struct Interaction {
 
 impl Interaction {
     /// The status as of `now`: a pending interaction past its deadline is expired.
-    pub fn status_at(&self, now_ms: i64) -> &str {
-        if self.status == "pending" && self.expires_at.is_some_and(|t| now_ms > t) {
-            "expired"
+    pub fn status_at(&self, now_ms: i64) -> InteractionStatus {
+        if self.status == InteractionStatus::Pending && self.expires_at.is_some_and(|t| now_ms > t)
+        {
+            InteractionStatus::Expired
         } else {
-            &self.status
+            self.status
         }
     }
 
@@ -305,7 +307,7 @@ pub fn settle(
         _ => response_of(&inter.kind, &inter.spec, action, values),
     };
     response["submitted_at"] = json!(crate::domain::time::rfc3339(now_ms));
-    inter.status = "answered".into();
+    inter.status = InteractionStatus::Answered;
     inter.response = Some(response);
     inter.answered_at = Some(now_ms);
     inter.updated_at = now_ms;
@@ -353,7 +355,7 @@ pub fn decide(
     let mut changed = accepted.changed;
     let mut answered = None;
     if let Some(i) = inter
-        && i.status == "pending"
+        && i.status == InteractionStatus::Pending
     {
         changed |= settle(
             i,
@@ -377,8 +379,14 @@ pub fn decide(
 }
 
 /// Ends a pending interaction: its blocks turn off with `reason`.
-pub fn close(inter: &mut Interaction, msg: &mut Message, status: &str, reason: &str, now_ms: i64) {
-    inter.status = status.into();
+pub fn close(
+    inter: &mut Interaction,
+    msg: &mut Message,
+    status: InteractionStatus,
+    reason: &str,
+    now_ms: i64,
+) {
+    inter.status = status;
     inter.updated_at = now_ms;
     let spec = &inter.spec;
     msg.turn_off(reason, |b| spec.ask || b.block_id() == spec.block_id);
@@ -439,9 +447,9 @@ pub fn after_reply(
     }
     let changed = existing
         .into_iter()
-        .filter(|i| i.status == "pending")
+        .filter(|i| i.status == InteractionStatus::Pending)
         .map(|mut i| {
-            i.status = "cancelled".into();
+            i.status = InteractionStatus::Cancelled;
             i.spec.closed_reason = Some("deleted".into());
             i.updated_at = now_ms;
             i
@@ -466,8 +474,8 @@ pub fn after_replace(
         if i.spec.closed_reason.is_none() && !present(&i.spec.block_id) {
             let mut i = i.clone();
             i.spec.closed_reason = Some("replaced".into());
-            if i.status == "pending" {
-                i.status = "cancelled".into();
+            if i.status == InteractionStatus::Pending {
+                i.status = InteractionStatus::Cancelled;
             }
             i.updated_at = now_ms;
             changed.push(i);

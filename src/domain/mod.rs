@@ -10,6 +10,7 @@ pub mod inbox;
 pub mod interact;
 pub mod model;
 pub mod origins;
+pub mod status;
 pub mod text;
 pub mod time;
 pub mod token;

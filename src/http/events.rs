@@ -8,6 +8,7 @@ use serde_json::{Value, json};
 use super::extract::{Bot, JsonBody, PageQuery, sealed_page};
 use super::{AppState, views};
 use crate::domain::ids::new_id;
+use crate::domain::status::EventStatus;
 use crate::domain::time::{parse_rfc3339, rfc3339};
 use crate::error::{ApiError, ApiResult, FieldError};
 use crate::store::{AttemptRow, EventFilter, EventSummary, NewEvent};
@@ -30,7 +31,7 @@ fn event_json(e: &EventSummary) -> Value {
         "event_id": e.event_id,
         "type": e.event_type,
         "created_at": rfc3339(e.created_at),
-        "status": e.status,
+        "status": e.status.as_str(),
         "attempt_count": e.attempts,
         "next_attempt_at": e.next_attempt_at.map(rfc3339),
         "payload": payload_json(&e.payload),
@@ -78,15 +79,18 @@ async fn list_events(
 ) -> ApiResult<HttpResponse> {
     let q = q.into_inner();
     let mut errors = Vec::new();
-    if let Some(s) = &q.status
-        && !["pending", "succeeded", "failed", "dead"].contains(&s.as_str())
-    {
-        errors.push(FieldError::new(
-            "/status",
-            "invalid_value",
-            "status is pending, succeeded, failed or dead",
-        ));
-    }
+    let status = match q.status.as_deref().map(str::parse::<EventStatus>) {
+        None => None,
+        Some(Ok(s)) => Some(s),
+        Some(Err(_)) => {
+            errors.push(FieldError::new(
+                "/status",
+                "invalid_value",
+                "status is pending, succeeded, failed or dead",
+            ));
+            None
+        }
+    };
     for (key, v) in [("type", &q.event_type), ("event_id", &q.event_id)] {
         if v.as_ref().is_some_and(|v| v.is_empty() || v.len() > 200) {
             errors.push(FieldError::new(
@@ -106,7 +110,7 @@ async fn list_events(
     }
     .parse(&st, &scope)?;
     let filter = EventFilter {
-        status: q.status,
+        status,
         event_type: q.event_type,
         event_id: q.event_id,
     };
@@ -141,7 +145,8 @@ async fn redeliver(
     id: web::Path<String>,
 ) -> ApiResult<HttpResponse> {
     st.store.redeliver(&bot.0.id, &id, st.now_ms()).await?;
-    Ok(HttpResponse::Accepted().json(json!({"event_id": id.as_str(), "status": "pending"})))
+    Ok(HttpResponse::Accepted()
+        .json(json!({"event_id": id.as_str(), "status": EventStatus::Pending.as_str()})))
 }
 
 /// Redeliver every `dead` or `failed` event of the chatbot (created at or
@@ -168,8 +173,8 @@ async fn redeliver_all(
         }
     }
     let status = match body.get("status") {
-        Some(Value::String(s)) if s == "dead" => Some("dead"),
-        Some(Value::String(s)) if s == "failed" => Some("failed"),
+        Some(Value::String(s)) if s == EventStatus::Dead.as_str() => Some(EventStatus::Dead),
+        Some(Value::String(s)) if s == EventStatus::Failed.as_str() => Some(EventStatus::Failed),
         None | Some(Value::Null) => {
             errors.push(FieldError::new("/status", "required", "status is required"));
             None

@@ -13,6 +13,7 @@ use super::extract::{Bot, JsonBody, PageQuery, sealed_page};
 use super::{AppState, views};
 use crate::domain::ids::{hash_secret, new_id};
 use crate::domain::model::Person;
+use crate::domain::status::InteractionStatus;
 use crate::error::{ApiError, ApiResult};
 use crate::hub::ApiEvent;
 use crate::store::{AnswerOutcome, AnswerRequest, InteractionFilter};
@@ -44,15 +45,17 @@ async fn list_interactions(
     q: web::Query<InteractionsQuery>,
 ) -> ApiResult<HttpResponse> {
     let q = q.into_inner();
-    if let Some(s) = &q.status
-        && !["pending", "answered", "expired", "cancelled"].contains(&s.as_str())
-    {
-        return Err(ApiError::field(
-            "/status",
-            "invalid_value",
-            "status is pending, answered, expired or cancelled",
-        ));
-    }
+    let status = match q.status.as_deref().map(str::parse::<InteractionStatus>) {
+        None => None,
+        Some(Ok(s)) => Some(s),
+        Some(Err(_)) => {
+            return Err(ApiError::field(
+                "/status",
+                "invalid_value",
+                "status is pending, answered, expired or cancelled",
+            ));
+        }
+    };
     let expand = match q.expand.as_deref() {
         None => false,
         Some("context") => true,
@@ -72,7 +75,7 @@ async fn list_interactions(
     .parse(&st, &scope)?;
     let now = st.now_ms();
     let filter = InteractionFilter {
-        status: q.status,
+        status,
         conversation_id: q.conversation_id,
     };
     let page = st

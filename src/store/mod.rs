@@ -14,6 +14,7 @@ use crate::domain::inbox::{Interaction, NewInteraction};
 use crate::domain::interact::Action;
 use crate::domain::model::{Chatbot, Conversation, Message, Person};
 use crate::domain::origins::AllowedOrigins;
+use crate::domain::status::{EventStatus, InteractionStatus};
 
 pub type BoxFut<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
@@ -118,7 +119,7 @@ pub enum AnswerOutcome {
 /// A filter for listing interactions.
 #[derive(Debug, Clone, Default)]
 pub struct InteractionFilter {
-    pub status: Option<String>,
+    pub status: Option<InteractionStatus>,
     pub conversation_id: Option<String>,
 }
 
@@ -179,12 +180,24 @@ pub enum AttemptNext {
     EndpointGone,
 }
 
+impl AttemptNext {
+    /// The event's status after the attempt: a retry or a disabled endpoint
+    /// leaves it `failed` (still queued).
+    pub fn status(self) -> EventStatus {
+        match self {
+            AttemptNext::Succeeded => EventStatus::Succeeded,
+            AttemptNext::Dead => EventStatus::Dead,
+            AttemptNext::RetryAt(_) | AttemptNext::EndpointGone => EventStatus::Failed,
+        }
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct EventSummary {
     pub event_id: String,
     pub event_type: String,
     pub created_at: i64,
-    pub status: String,
+    pub status: EventStatus,
     pub attempts: u32,
     pub next_attempt_at: Option<i64>,
     pub payload: bytes::Bytes,
@@ -205,7 +218,7 @@ pub struct AttemptRow {
 /// Filters of the deliveries log (`GET /api/v1/events`).
 #[derive(Debug, Clone, Default)]
 pub struct EventFilter {
-    pub status: Option<String>,
+    pub status: Option<EventStatus>,
     pub event_type: Option<String>,
     pub event_id: Option<String>,
 }
@@ -374,7 +387,7 @@ pub trait Store: Send + Sync + 'static {
     fn close_interaction(
         &self,
         id: &str,
-        status: &'static str,
+        status: InteractionStatus,
         reason: &'static str,
         now_ms: i64,
     ) -> BoxFut<'_, StoreResult<Interaction>>;
@@ -441,7 +454,7 @@ pub trait Store: Send + Sync + 'static {
     fn redeliver_all(
         &self,
         chatbot_id: &str,
-        status: &'static str,
+        status: EventStatus,
         since: Option<i64>,
         now_ms: i64,
     ) -> BoxFut<'_, StoreResult<u64>>;
@@ -473,3 +486,16 @@ pub trait Store: Send + Sync + 'static {
 
 /// Most conversations one purge transaction deletes.
 pub const PURGE_BATCH: usize = 500;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_attempt_leaves_its_event_in_the_status_stored_today() {
+        assert_eq!(AttemptNext::Succeeded.status().as_str(), "succeeded");
+        assert_eq!(AttemptNext::Dead.status().as_str(), "dead");
+        assert_eq!(AttemptNext::RetryAt(5).status().as_str(), "failed");
+        assert_eq!(AttemptNext::EndpointGone.status().as_str(), "failed");
+    }
+}

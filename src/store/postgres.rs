@@ -263,7 +263,7 @@ impl Store for PostgresStore {
     fn close_interaction(
         &self,
         id: &str,
-        status: &'static str,
+        status: InteractionStatus,
         reason: &'static str,
         now_ms: i64,
     ) -> BoxFut<'_, StoreResult<Interaction>> {
@@ -344,7 +344,7 @@ impl Store for PostgresStore {
     fn redeliver_all(
         &self,
         chatbot_id: &str,
-        status: &'static str,
+        status: EventStatus,
         since: Option<i64>,
         now_ms: i64,
     ) -> BoxFut<'_, StoreResult<u64>> {

@@ -281,7 +281,7 @@ impl Store for SqliteStore {
     fn close_interaction(
         &self,
         id: &str,
-        status: &'static str,
+        status: InteractionStatus,
         reason: &'static str,
         now_ms: i64,
     ) -> BoxFut<'_, StoreResult<Interaction>> {
@@ -366,7 +366,7 @@ impl Store for SqliteStore {
     fn redeliver_all(
         &self,
         chatbot_id: &str,
-        status: &'static str,
+        status: EventStatus,
         since: Option<i64>,
         now_ms: i64,
     ) -> BoxFut<'_, StoreResult<u64>> {

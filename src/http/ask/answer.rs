@@ -16,6 +16,7 @@ use serde_json::{Value, json};
 use tokio::sync::broadcast::error::RecvError;
 
 use super::outcome;
+use crate::domain::status::InteractionStatus;
 use crate::error::{ApiError, ApiResult};
 use crate::http::extract::Bot;
 use crate::http::{AppState, views};
@@ -52,7 +53,12 @@ pub(super) fn expire_at(st: web::Data<AppState>, interaction_id: String, expires
         tokio::time::sleep(Duration::from_millis(left + 1)).await;
         let _ = st
             .store
-            .close_interaction(&interaction_id, "expired", "expired", st.now_ms())
+            .close_interaction(
+                &interaction_id,
+                InteractionStatus::Expired,
+                "expired",
+                st.now_ms(),
+            )
             .await;
     });
 }
@@ -61,10 +67,10 @@ pub(super) fn expire_at(st: web::Data<AppState>, interaction_id: String, expires
 /// has passed; null while it is pending.
 async fn settle(st: &AppState, i: &crate::domain::inbox::Interaction) -> ApiResult<Value> {
     let now = st.now_ms();
-    if i.status == "pending" && i.status_at(now) == "expired" {
+    if i.status == InteractionStatus::Pending && i.status_at(now) == InteractionStatus::Expired {
         let closed = st
             .store
-            .close_interaction(&i.id, "expired", "expired", now)
+            .close_interaction(&i.id, InteractionStatus::Expired, "expired", now)
             .await?;
         return Ok(outcome(&closed.to_json(now)));
     }

@@ -22,6 +22,7 @@ use super::extract::{Bot, JsonBody};
 use super::{AppState, views};
 use crate::domain::inbox::{self, NewInteraction};
 use crate::domain::model::Author;
+use crate::domain::status::InteractionStatus;
 use crate::error::{ApiError, ApiResult};
 use crate::hub::ApiEvent;
 use crate::usecase::content::{Content, new_message};
@@ -57,7 +58,7 @@ impl Drop for Waiter {
         tokio::spawn(async move {
             let _ = st
                 .store
-                .close_interaction(&id, "cancelled", "withdrawn", st.now_ms())
+                .close_interaction(&id, InteractionStatus::Cancelled, "withdrawn", st.now_ms())
                 .await;
         });
     }
@@ -75,12 +76,12 @@ impl Waiter {
                     // Lagged or closed: read the interaction from the store.
                     let i = self.st.store.get_interaction(&self.chatbot_id, &self.interaction_id).await.ok()?;
                     let now = self.st.now_ms();
-                    (i.status_at(now) != "pending").then(|| outcome(&i.to_json(now)))
+                    (i.status_at(now) != InteractionStatus::Pending).then(|| outcome(&i.to_json(now)))
                 }
             },
             _ = tokio::time::sleep_until(self.deadline) => {
                 let st = self.st.clone();
-                Some(match st.store.close_interaction(&self.interaction_id, "expired", "expired", st.now_ms()).await {
+                Some(match st.store.close_interaction(&self.interaction_id, InteractionStatus::Expired, "expired", st.now_ms()).await {
                     Ok(i) => outcome(&i.to_json(st.now_ms())),
                     Err(_) => json!({"answer": "expired"}),
                 })
@@ -94,7 +95,7 @@ impl Waiter {
                 }
                 let i = self.st.store.get_interaction(&self.chatbot_id, &self.interaction_id).await.ok()?;
                 let now = self.st.now_ms();
-                (i.status_at(now) != "pending").then(|| outcome(&i.to_json(now)))
+                (i.status_at(now) != InteractionStatus::Pending).then(|| outcome(&i.to_json(now)))
             }
         }
     }
@@ -103,11 +104,17 @@ impl Waiter {
 /// What the asking client gets for an interaction as it now stands (null
 /// while it is pending).
 fn outcome(i: &Value) -> Value {
-    match i.get("status").and_then(Value::as_str) {
-        Some("answered") => inbox::ask_answer(i.get("response").unwrap_or(&Value::Null)),
-        Some("expired") => json!({"answer": "expired"}),
-        Some("pending") => Value::Null,
-        _ => json!({"answer": "withdrawn"}),
+    let status = i
+        .get("status")
+        .and_then(Value::as_str)
+        .and_then(|s| s.parse::<InteractionStatus>().ok());
+    match status {
+        Some(InteractionStatus::Answered) => {
+            inbox::ask_answer(i.get("response").unwrap_or(&Value::Null))
+        }
+        Some(InteractionStatus::Expired) => json!({"answer": "expired"}),
+        Some(InteractionStatus::Pending) => Value::Null,
+        Some(InteractionStatus::Cancelled) | None => json!({"answer": "withdrawn"}),
     }
 }
 

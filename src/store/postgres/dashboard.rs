@@ -6,13 +6,13 @@ use super::*;
 pub(super) async fn redeliver_all(
     st: &PostgresStore,
     chatbot_id: String,
-    status: &'static str,
+    status: EventStatus,
     since: Option<i64>,
     now_ms: i64,
 ) -> StoreResult<u64> {
     let since = since.unwrap_or(i64::MIN);
     let mut tx = st.pool.begin().await?;
-    let n = if status == "failed" {
+    let n = if status == EventStatus::Failed {
         // Already queued: due now.
         sqlx::query(
             "UPDATE events SET next_attempt_at = $3

@@ -1,6 +1,7 @@
 //! Events as the dashboard lists them, redelivery of one, and events of their own lane.
 
 use super::*;
+use crate::domain::status::EventStatus;
 
 impl PostgresStore {
     pub(super) fn list_events(
@@ -18,7 +19,7 @@ impl PostgresStore {
                    AND ($6::text IS NULL OR id = $6) AND seq < $3 ORDER BY seq DESC LIMIT $4",
             )
             .bind(&bid)
-            .bind(&filter.status)
+            .bind(filter.status.map(EventStatus::as_str))
             .bind(cursor.unwrap_or(i64::MAX))
             .bind(limit as i64 + 1)
             .bind(&filter.event_type)
@@ -99,10 +100,10 @@ impl PostgresStore {
             .fetch_optional(&mut *tx)
             .await?
             .ok_or(StoreError::NotFound)?;
-            let status: String = row.try_get(0)?;
+            let status: EventStatus = status_col(&row, 0)?;
             let conv: String = row.try_get(1)?;
             lock_conversation(&mut tx, &conv).await?;
-            if status == "pending" || status == "failed" {
+            if status.is_active() {
                 sqlx::query("UPDATE events SET next_attempt_at = $2 WHERE id = $1")
                     .bind(&eid)
                     .bind(now_ms)

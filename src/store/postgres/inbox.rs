@@ -7,11 +7,13 @@ use sqlx::postgres::PgRow;
 
 use super::{
     Tx, append_stream, backend, insert_event, load_message_for_update, message_json, save_message,
+    status_col,
 };
 use crate::domain::error::Rejection;
 use crate::domain::inbox::{self, Interaction, NewInteraction};
 use crate::domain::interact::{Action, Context};
 use crate::domain::model::{Message, Person};
+use crate::domain::status::InteractionStatus;
 use crate::hub::ApiEvent;
 use crate::store::{Interacted, NewEvent, StoreError, StoreResult, StreamEvent};
 
@@ -30,7 +32,7 @@ pub fn row(r: &PgRow) -> Result<Interaction, sqlx::Error> {
         conversation_id: r.try_get(2)?,
         message_id: r.try_get(3)?,
         kind: r.try_get(4)?,
-        status: r.try_get(5)?,
+        status: status_col(r, 5)?,
         prompt: r.try_get(6)?,
         payload: json_col(r.try_get(7)?)?,
         spec: serde_json::from_value(spec).unwrap_or_default(),
@@ -122,7 +124,7 @@ pub async fn save(tx: &mut Tx<'_>, i: &Interaction) -> StoreResult<()> {
         "UPDATE interactions SET status = $2, response = $3, updated_at = $4, answered_at = $5, spec = $6 WHERE id = $1",
     )
     .bind(&i.id)
-    .bind(&i.status)
+    .bind(i.status.as_str())
     .bind(i.response.as_ref().map(Value::to_string))
     .bind(i.updated_at)
     .bind(i.answered_at)
@@ -228,7 +230,7 @@ pub async fn apply(
 pub async fn close(
     tx: &mut Tx<'_>,
     id: &str,
-    status: &str,
+    status: InteractionStatus,
     reason: &str,
     now_ms: i64,
 ) -> StoreResult<(Interaction, Vec<StreamEvent>, Vec<ApiEvent>)> {
@@ -239,7 +241,7 @@ pub async fn close(
         .into_iter()
         .find(|x| x.id == id)
         .ok_or(StoreError::NotFound)?;
-    if i.status != "pending" {
+    if i.status != InteractionStatus::Pending {
         return Ok((i, Vec::new(), Vec::new()));
     }
     inbox::close(&mut i, &mut msg, status, reason, now_ms);
@@ -252,7 +254,7 @@ pub async fn close(
         message_json(&msg),
     )
     .await?;
-    let kind = if status == "expired" {
+    let kind = if status == InteractionStatus::Expired {
         "interaction.expired"
     } else {
         "interaction.cancelled"
@@ -285,7 +287,7 @@ pub async fn after_reply(
     let mut api = Vec::new();
     for i in changed {
         save(tx, &i).await?;
-        if i.status == "cancelled" {
+        if i.status == InteractionStatus::Cancelled {
             api.push(ApiEvent {
                 chatbot_id: chatbot_id.clone(),
                 interaction_id: i.id.clone(),

@@ -1,6 +1,7 @@
 //! Clicks and submits, interactions read and answered, replies.
 
 use super::*;
+use crate::domain::status::InteractionStatus;
 
 impl PostgresStore {
     pub(super) fn interact(&self, req: InteractRequest) -> BoxFut<'_, StoreResult<Interacted>> {
@@ -56,7 +57,7 @@ impl PostgresStore {
             .bind(&bid)
             .bind(cursor.unwrap_or(i64::MAX))
             .bind(&filter.conversation_id)
-            .bind(&filter.status)
+            .bind(filter.status.map(InteractionStatus::as_str))
             .bind(now_ms)
             .bind(limit as i64 + 1)
             .fetch_all(&self.pool)
@@ -92,7 +93,7 @@ impl PostgresStore {
                 let result: String = r.try_get(1)?;
                 return Ok(AnswerOutcome::Repeated(serde_json::from_str(&result)?));
             }
-            if i.status_at(req.now_ms) != "pending" {
+            if i.status_at(req.now_ms) != InteractionStatus::Pending {
                 return Err(StoreError::Rejected(Rejection::NotPending));
             }
             let msg = load_message_for_update(&mut tx, &i.message_id).await?;
@@ -131,7 +132,7 @@ impl PostgresStore {
     pub(super) fn close_interaction(
         &self,
         id: &str,
-        status: &'static str,
+        status: InteractionStatus,
         reason: &'static str,
         now_ms: i64,
     ) -> BoxFut<'_, StoreResult<Interaction>> {

@@ -1,6 +1,7 @@
 //! Messages (takeover, insert, read), attachments and the conversation stream.
 
 use super::*;
+use crate::domain::status::InteractionStatus;
 
 impl PostgresStore {
     pub(super) fn takeover(
@@ -36,8 +37,14 @@ impl PostgresStore {
             let mut out = Vec::new();
             let mut api = Vec::new();
             for id in pending {
-                let (_, st, a) =
-                    inbox::close(&mut tx, &id, "cancelled", "takeover", now_ms).await?;
+                let (_, st, a) = inbox::close(
+                    &mut tx,
+                    &id,
+                    InteractionStatus::Cancelled,
+                    "takeover",
+                    now_ms,
+                )
+                .await?;
                 out.extend(st);
                 api.extend(a);
             }

@@ -33,6 +33,7 @@ use sqlx::postgres::{PgConnectOptions, PgListener, PgPool, PgPoolOptions};
 use sqlx::{Postgres, Row, Transaction};
 
 use super::inbox;
+use crate::domain::status::InteractionStatus;
 use crate::hub::{ApiEvent, Hub};
 use crate::store::{StoreResult, StreamEvent};
 
@@ -266,12 +267,12 @@ fn parse<'a>(own: &str, payload: &'a str) -> Option<Heard<'a>> {
 }
 
 /// The kind of API stream entry an interaction's status stands for.
-fn api_kind(status: &str) -> &'static str {
+fn api_kind(status: InteractionStatus) -> &'static str {
     match status {
-        "answered" => "interaction.answered",
-        "expired" => "interaction.expired",
-        "cancelled" => "interaction.cancelled",
-        _ => "interaction.created",
+        InteractionStatus::Answered => "interaction.answered",
+        InteractionStatus::Expired => "interaction.expired",
+        InteractionStatus::Cancelled => "interaction.cancelled",
+        InteractionStatus::Pending => "interaction.created",
     }
 }
 

@@ -50,12 +50,12 @@ pub(super) async fn promote_next(tx: &mut Tx<'_>, conversation_id: &str) -> Stor
 /// An attempt's effect on its event: status, next attempt time, and whether
 /// the event stays its conversation's head.
 pub(super) fn attempt_outcome(rec: &AttemptRecord) -> (&'static str, i64, bool) {
-    match rec.next {
-        AttemptNext::Succeeded => ("succeeded", 0, false),
-        AttemptNext::Dead => ("dead", 0, false),
-        AttemptNext::RetryAt(t) => ("failed", t, true),
-        AttemptNext::EndpointGone => ("failed", rec.at_ms, true),
-    }
+    let (next, is_head) = match rec.next {
+        AttemptNext::Succeeded | AttemptNext::Dead => (0, false),
+        AttemptNext::RetryAt(t) => (t, true),
+        AttemptNext::EndpointGone => (rec.at_ms, true),
+    };
+    (rec.next.status().as_str(), next, is_head)
 }
 
 /// Records one attempt; true when its conversation's next event may have

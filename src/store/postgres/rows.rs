@@ -1,6 +1,7 @@
 //! Row mapping, and the message rows a transaction locks, saves and inserts.
 
 use super::*;
+use crate::domain::status::EventStatus;
 
 pub(super) const CHATBOT_COLS: &str = "id, name, webhook_url, retention_ms, signing_secret, previous_secret, previous_until, endpoint_disabled, member_id, created_at, allowed_origins";
 
@@ -108,10 +109,22 @@ pub(super) async fn append_stream(
     })
 }
 
+/// A status column, parsed: a text that names no status fails to decode.
+pub(super) fn status_col<T>(r: &PgRow, idx: usize) -> Result<T, sqlx::Error>
+where
+    T: std::str::FromStr<Err = crate::domain::status::UnknownStatus>,
+{
+    let s: String = r.try_get(idx)?;
+    s.parse().map_err(|e| sqlx::Error::ColumnDecode {
+        index: idx.to_string(),
+        source: Box::new(e),
+    })
+}
+
 pub(super) fn summary_row(r: &PgRow) -> Result<EventSummary, sqlx::Error> {
-    let status: String = r.try_get(4)?;
+    let status: EventStatus = status_col(r, 4)?;
     let next: i64 = r.try_get(6)?;
-    let active = status == "pending" || status == "failed";
+    let active = status.is_active();
     Ok(EventSummary {
         event_id: r.try_get(0)?,
         event_type: r.try_get(1)?,

@@ -4,12 +4,13 @@
 use rusqlite::params;
 
 use super::*;
+use crate::domain::status::EventStatus;
 
 impl SqliteStore {
     pub(super) async fn redeliver_all_impl(
         &self,
         chatbot_id: String,
-        status: &'static str,
+        status: EventStatus,
         since: Option<i64>,
         now_ms: i64,
     ) -> StoreResult<u64> {
@@ -17,7 +18,7 @@ impl SqliteStore {
         let n = self
             .write(move |c| {
                 let since = since.unwrap_or(i64::MIN);
-                if status == "failed" {
+                if status == EventStatus::Failed {
                     // Already queued: due now.
                     let n = c
                         .execute(

@@ -1,6 +1,7 @@
 //! Events as the dashboard lists them, and redelivery of one.
 
 use super::*;
+use crate::domain::status::EventStatus;
 
 impl SqliteStore {
     pub(super) fn list_events(
@@ -18,7 +19,7 @@ impl SqliteStore {
             )?;
             let args = params![
                 chatbot_id,
-                filter.status,
+                filter.status.map(EventStatus::as_str),
                 cursor.unwrap_or(i64::MAX),
                 limit as i64 + 1,
                 filter.event_type,
@@ -95,17 +96,17 @@ impl SqliteStore {
         let hub = self.hub.clone();
         Box::pin(async move {
             self.write(move |c| {
-                let row: Option<(String, String)> = c
+                let row: Option<(EventStatus, String)> = c
                     .query_row(
                         "SELECT status, conversation_id FROM events WHERE id = ?1 AND chatbot_id = ?2",
                         [&eid, &bid],
-                        |r| Ok((r.get(0)?, r.get(1)?)),
+                        |r| Ok((status_col(r, 0)?, r.get(1)?)),
                     )
                     .optional()?;
                 let Some((status, conv)) = row else {
                     return Err(StoreError::NotFound);
                 };
-                if status == "pending" || status == "failed" {
+                if status.is_active() {
                     // Already queued: make it due now.
                     c.execute("UPDATE events SET next_attempt_at = ?2 WHERE id = ?1", params![eid, now_ms])?;
                     return Ok(());

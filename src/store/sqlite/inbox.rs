@@ -6,12 +6,13 @@ use serde_json::Value;
 
 use super::{
     CHATBOT_COL_COUNT, CHATBOT_COLS_OF_B, append_stream, backend, chatbot_row, insert_event,
-    load_message, message_json, save_message, writer_cache,
+    load_message, message_json, save_message, status_col, writer_cache,
 };
 use crate::domain::error::Rejection;
 use crate::domain::inbox::{self, Interaction, NewInteraction};
 use crate::domain::interact::{Action, Context};
 use crate::domain::model::{Message, Person};
+use crate::domain::status::InteractionStatus;
 use crate::hub::ApiEvent;
 use crate::store::{Claimed, Interacted, NewEvent, StoreError, StoreResult, StreamEvent};
 
@@ -32,7 +33,7 @@ pub fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Interaction> {
         conversation_id: r.get(2)?,
         message_id: r.get(3)?,
         kind: r.get(4)?,
-        status: r.get(5)?,
+        status: status_col(r, 5)?,
         prompt: r.get(6)?,
         payload: json_col(r.get(7)?)?,
         spec: serde_json::from_value(spec).unwrap_or_default(),
@@ -127,7 +128,7 @@ pub fn save(c: &Connection, i: &Interaction) -> StoreResult<()> {
     .and_then(|mut s| {
         s.execute(params![
             i.id,
-            i.status,
+            i.status.as_str(),
             i.response.as_ref().map(Value::to_string),
             i.updated_at,
             i.answered_at,
@@ -260,12 +261,12 @@ pub fn apply(
 pub fn close(
     c: &Connection,
     id: &str,
-    status: &str,
+    status: InteractionStatus,
     reason: &str,
     now_ms: i64,
 ) -> StoreResult<(Interaction, Vec<StreamEvent>, Vec<ApiEvent>)> {
     let mut i = by_id(c, id)?;
-    if i.status != "pending" {
+    if i.status != InteractionStatus::Pending {
         return Ok((i, Vec::new(), Vec::new()));
     }
     let mut msg = load_message(c, &i.message_id)?;
@@ -278,7 +279,7 @@ pub fn close(
         "message.updated",
         message_json(&msg),
     )?;
-    let kind = if status == "expired" {
+    let kind = if status == InteractionStatus::Expired {
         "interaction.expired"
     } else {
         "interaction.cancelled"
@@ -311,7 +312,7 @@ pub fn after_reply(
         inbox::after_reply(existing, msg, deleted, &chatbot_id, window_ms, now_ms);
     for i in changed {
         save(c, &i)?;
-        if i.status == "cancelled" && i.updated_at == now_ms {
+        if i.status == InteractionStatus::Cancelled && i.updated_at == now_ms {
             api.push(ApiEvent {
                 chatbot_id: chatbot_id.clone(),
                 interaction_id: i.id.clone(),

@@ -1,6 +1,7 @@
 //! Clicks and submits, interactions read and answered, replies.
 
 use super::*;
+use crate::domain::status::InteractionStatus;
 
 impl SqliteStore {
     pub(super) fn interact(&self, req: InteractRequest) -> BoxFut<'_, StoreResult<Interacted>> {
@@ -71,7 +72,7 @@ impl SqliteStore {
                 inbox::COLS
             ))?;
             let rows = s.query_map(
-                params![chatbot_id, cursor.unwrap_or(i64::MAX), filter.conversation_id, filter.status, now_ms, limit as i64 + 1],
+                params![chatbot_id, cursor.unwrap_or(i64::MAX), filter.conversation_id, filter.status.map(InteractionStatus::as_str), now_ms, limit as i64 + 1],
                 |r| Ok((inbox::row(r)?, r.get::<_, i64>(14)?)),
             )?;
             rows.collect::<rusqlite::Result<Vec<_>>>()
@@ -117,7 +118,7 @@ impl SqliteStore {
                         let v = serde_json::from_str(&result)?;
                         return Ok((AnswerOutcome::Repeated(v), Vec::new(), Vec::new(), None));
                     }
-                    if i.status_at(req.now_ms) != "pending" {
+                    if i.status_at(req.now_ms) != InteractionStatus::Pending {
                         return Err(StoreError::Rejected(Rejection::NotPending));
                     }
                     let msg = load_message(c, &i.message_id)?;
@@ -153,7 +154,7 @@ impl SqliteStore {
     pub(super) fn close_interaction(
         &self,
         id: &str,
-        status: &'static str,
+        status: InteractionStatus,
         reason: &'static str,
         now_ms: i64,
     ) -> BoxFut<'_, StoreResult<Interaction>> {

@@ -1,6 +1,7 @@
 //! Messages (takeover, insert, read), attachments and the conversation stream.
 
 use super::*;
+use crate::domain::status::InteractionStatus;
 
 impl SqliteStore {
     pub(super) fn takeover(
@@ -26,7 +27,7 @@ impl SqliteStore {
                     let mut api = Vec::new();
                     let mut out = Vec::new();
                     for id in pending {
-                        let (_, st, a) = inbox::close(c, &id, "cancelled", "takeover", now_ms)?;
+                        let (_, st, a) = inbox::close(c, &id, InteractionStatus::Cancelled, "takeover", now_ms)?;
                         out.extend(st);
                         api.extend(a);
                     }

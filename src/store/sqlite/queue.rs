@@ -169,12 +169,12 @@ impl SqliteStore {
                     let mut retries = Vec::new();
                     let mut gone = Vec::new();
                     for rec in &records {
-                        let (status, next, is_head): (&str, i64, bool) = match rec.next {
-                            AttemptNext::Succeeded => ("succeeded", 0, false),
-                            AttemptNext::Dead => ("dead", 0, false),
-                            AttemptNext::RetryAt(t) => ("failed", t, true),
-                            AttemptNext::EndpointGone => ("failed", rec.at_ms, true),
+                        let (next, is_head) = match rec.next {
+                            AttemptNext::Succeeded | AttemptNext::Dead => (0, false),
+                            AttemptNext::RetryAt(t) => (t, true),
+                            AttemptNext::EndpointGone => (rec.at_ms, true),
                         };
+                        let status = rec.next.status().as_str();
                         let args = params![rec.seq, status, rec.number, next, is_head as i64];
                         // Whether the event was undelivered before: what
                         // keeps the writer's count of its conversation right.

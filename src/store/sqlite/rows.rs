@@ -1,6 +1,7 @@
 //! Row mapping, and the message rows the writer loads and saves.
 
 use super::*;
+use crate::domain::status::EventStatus;
 
 // ---- row mapping -----------------------------------------------------------
 
@@ -120,10 +121,22 @@ pub(super) fn message_json(m: &Message) -> String {
     serde_json::to_string(m).unwrap_or_default()
 }
 
+/// A status column, parsed: a text that names no status is a conversion
+/// failure of that column.
+pub(super) fn status_col<T>(r: &rusqlite::Row<'_>, idx: usize) -> rusqlite::Result<T>
+where
+    T: std::str::FromStr<Err = crate::domain::status::UnknownStatus>,
+{
+    let s: String = r.get(idx)?;
+    s.parse().map_err(|e| {
+        rusqlite::Error::FromSqlConversionFailure(idx, rusqlite::types::Type::Text, Box::new(e))
+    })
+}
+
 pub(super) fn summary_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<EventSummary> {
-    let status: String = r.get(4)?;
+    let status: EventStatus = status_col(r, 4)?;
     let next: i64 = r.get(6)?;
-    let active = status == "pending" || status == "failed";
+    let active = status.is_active();
     Ok(EventSummary {
         event_id: r.get(0)?,
         event_type: r.get(1)?,
@@ -133,4 +146,35 @@ pub(super) fn summary_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<EventSummar
         attempts: r.get(5)?,
         next_attempt_at: active.then_some(next),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::status::InteractionStatus;
+
+    fn read<T>(text: &str) -> StoreResult<T>
+    where
+        T: std::str::FromStr<Err = crate::domain::status::UnknownStatus>,
+    {
+        let c = Connection::open_in_memory()?;
+        Ok(c.query_row("SELECT ?1", [text], |r| status_col(r, 0))?)
+    }
+
+    #[test]
+    fn a_status_column_parses_and_an_unknown_text_is_a_storage_error() {
+        assert_eq!(read::<EventStatus>("dead").ok(), Some(EventStatus::Dead));
+        assert_eq!(
+            read::<InteractionStatus>("cancelled").ok(),
+            Some(InteractionStatus::Cancelled)
+        );
+        assert!(matches!(
+            read::<EventStatus>("answered"),
+            Err(StoreError::Backend(_))
+        ));
+        assert!(matches!(
+            read::<InteractionStatus>("bogus"),
+            Err(StoreError::Backend(_))
+        ));
+    }
 }
