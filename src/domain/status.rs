@@ -15,6 +15,32 @@ pub struct UnknownStatus {
     pub value: String,
 }
 
+/// `FromStr` (by the stored spelling, `kind` naming the status in the
+/// error) and `Display` for a status enum with `ALL` and `as_str`.
+macro_rules! text_forms {
+    ($status:ident, $kind:literal) => {
+        impl FromStr for $status {
+            type Err = UnknownStatus;
+
+            fn from_str(s: &str) -> Result<Self, Self::Err> {
+                Self::ALL
+                    .into_iter()
+                    .find(|v| v.as_str() == s)
+                    .ok_or_else(|| UnknownStatus {
+                        kind: $kind,
+                        value: s.to_string(),
+                    })
+            }
+        }
+
+        impl fmt::Display for $status {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+    };
+}
+
 /// Where an interaction stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -43,25 +69,7 @@ impl InteractionStatus {
     }
 }
 
-impl FromStr for InteractionStatus {
-    type Err = UnknownStatus;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Self::ALL
-            .into_iter()
-            .find(|v| v.as_str() == s)
-            .ok_or_else(|| UnknownStatus {
-                kind: "interaction",
-                value: s.to_string(),
-            })
-    }
-}
-
-impl fmt::Display for InteractionStatus {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
+text_forms!(InteractionStatus, "interaction");
 
 /// Where an event's delivery stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -99,68 +107,48 @@ impl EventStatus {
     }
 }
 
-impl FromStr for EventStatus {
-    type Err = UnknownStatus;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Self::ALL
-            .into_iter()
-            .find(|v| v.as_str() == s)
-            .ok_or_else(|| UnknownStatus {
-                kind: "event",
-                value: s.to_string(),
-            })
-    }
-}
-
-impl fmt::Display for EventStatus {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
+text_forms!(EventStatus, "event");
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    #[test]
-    fn interaction_status_round_trips() {
-        for s in InteractionStatus::ALL {
-            assert_eq!(s.as_str().parse::<InteractionStatus>(), Ok(s));
-            assert_eq!(
-                serde_json::to_string(&s).unwrap(),
-                format!("\"{}\"", s.as_str())
-            );
-            assert_eq!(
-                serde_json::from_str::<InteractionStatus>(&format!("\"{s}\"")).unwrap(),
-                s
-            );
+    /// Every variant round-trips through its spelling and serde; `bad`
+    /// spellings are errors naming `kind`.
+    fn round_trips<T>(all: &[T], kind: &str, bad: &[&str])
+    where
+        T: Copy + PartialEq + fmt::Debug + fmt::Display + Serialize,
+        T: for<'de> Deserialize<'de> + FromStr<Err = UnknownStatus>,
+    {
+        for &s in all {
+            assert_eq!(s.to_string().parse::<T>(), Ok(s));
+            assert_eq!(serde_json::to_string(&s).unwrap(), format!("\"{s}\""));
+            assert_eq!(serde_json::from_str::<T>(&format!("\"{s}\"")).unwrap(), s);
         }
-        for bad in ["", "Pending", "withdrawn", "succeeded", " pending"] {
-            let e = bad.parse::<InteractionStatus>().unwrap_err();
-            assert_eq!(e.kind, "interaction");
-            assert_eq!(e.value, bad);
+        for &b in bad {
+            let e = b.parse::<T>().unwrap_err();
+            assert_eq!((e.kind, e.value.as_str()), (kind, b));
         }
     }
 
     #[test]
+    fn interaction_status_round_trips() {
+        round_trips(
+            &InteractionStatus::ALL,
+            "interaction",
+            &["", "Pending", "withdrawn", "succeeded", " pending"],
+        );
+        assert_eq!(InteractionStatus::Cancelled.as_str(), "cancelled");
+    }
+
+    #[test]
     fn event_status_round_trips() {
-        for s in EventStatus::ALL {
-            assert_eq!(s.as_str().parse::<EventStatus>(), Ok(s));
-            assert_eq!(
-                serde_json::to_string(&s).unwrap(),
-                format!("\"{}\"", s.as_str())
-            );
-            assert_eq!(
-                serde_json::from_str::<EventStatus>(&format!("\"{s}\"")).unwrap(),
-                s
-            );
-        }
-        for bad in ["", "Dead", "retrying", "answered", "delivered"] {
-            let e = bad.parse::<EventStatus>().unwrap_err();
-            assert_eq!(e.kind, "event");
-            assert_eq!(e.value, bad);
-        }
+        round_trips(
+            &EventStatus::ALL,
+            "event",
+            &["", "Dead", "retrying", "answered", "delivered"],
+        );
+        assert_eq!(EventStatus::Succeeded.as_str(), "succeeded");
     }
 
     #[test]

@@ -163,8 +163,19 @@ async fn api_stream(
     rx
 }
 
-#[actix_web::test]
-async fn the_api_stream_on_b_sees_an_interaction_answered_on_a() {
+/// A question asked on A, with B's `/api/v1/stream` already told of it.
+struct Asked {
+    a: TestApp,
+    b: TestApp,
+    _rx: Receiver,
+    conv: Conv,
+    msg: Value,
+    events: tokio::sync::mpsc::UnboundedReceiver<(String, Value, Instant)>,
+    /// The `interaction.created` frame B's stream got.
+    created: (String, Value, Instant),
+}
+
+async fn asked_on_a_told_on_b() -> Asked {
     let (a, b) = two_instances(|_| {}).await;
     let rx = Receiver::start().await;
     let bot = a.create_bot(&rx.url).await;
@@ -176,6 +187,29 @@ async fn the_api_stream_on_b_sees_an_interaction_answered_on_a() {
         .unwrap()
         .unwrap();
     assert_eq!(created.0, "interaction.created", "{created:?}");
+    Asked {
+        a,
+        b,
+        _rx: rx,
+        conv,
+        msg,
+        events,
+        created,
+    }
+}
+
+#[actix_web::test]
+async fn the_api_stream_on_b_sees_an_interaction_answered_on_a() {
+    // B stays up: its stream is the one listened to.
+    let Asked {
+        a,
+        b: _b,
+        conv,
+        msg,
+        mut events,
+        created,
+        _rx,
+    } = asked_on_a_told_on_b().await;
     assert_eq!(
         a.click(&conv, msg["id"].as_str().unwrap(), "b1", "approve")
             .await
@@ -336,17 +370,15 @@ async fn an_erasure_on_a_refuses_the_token_on_b_and_ends_its_stream_there() {
 #[actix_web::test]
 async fn an_answer_committed_while_the_listener_is_down_is_told_after_it_listens_again() {
     use sqlx::Connection;
-    let (a, b) = two_instances(|_| {}).await;
-    let rx = Receiver::start().await;
-    let bot = a.create_bot(&rx.url).await;
-    let conv = a.create_conv(&bot).await;
-    let mut events = api_stream(&b, &bot.api_key).await;
-    let msg = a.buttons(&bot, &conv, true).await;
-    let created = tokio::time::timeout(WAIT, events.recv())
-        .await
-        .unwrap()
-        .unwrap();
-    assert_eq!(created.0, "interaction.created", "{created:?}");
+    let Asked {
+        a,
+        b,
+        conv,
+        msg,
+        mut events,
+        created,
+        _rx,
+    } = asked_on_a_told_on_b().await;
     let Database::Postgres(url) = &b.database else {
         unreachable!()
     };
