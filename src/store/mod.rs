@@ -2,6 +2,7 @@
 //! `sqlite` implements it with one group-committing writer thread.
 
 pub mod postgres;
+pub mod script;
 pub mod sqlite;
 
 use std::future::Future;

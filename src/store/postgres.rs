@@ -9,7 +9,6 @@ use sqlx::postgres::{PgPool, PgRow};
 use sqlx::{Postgres, Row, Transaction};
 
 use super::*;
-use crate::domain::error::Rejection;
 use crate::domain::inbox::{Interaction, NewInteraction};
 use crate::domain::origins::AllowedOrigins;
 use crate::hub::{ApiEvent, Hub};
@@ -27,6 +26,7 @@ mod messages;
 pub mod notify;
 mod queue;
 mod rows;
+mod tx;
 
 use queue::*;
 use rows::*;
@@ -60,6 +60,29 @@ impl From<sqlx::Error> for StoreError {
 }
 
 type Tx<'a> = Transaction<'a, Postgres>;
+
+/// Commits `tx` with the notifications of what it changed: its stream
+/// entries, its inbox changes, and whether a delivery may be due.
+async fn commit_noting(
+    instance: &notify::Instance,
+    mut tx: Tx<'_>,
+    stream: &[StreamEvent],
+    api: &[ApiEvent],
+    due: bool,
+) -> StoreResult<()> {
+    let mut notes = notify::Notes::new(instance);
+    for e in stream {
+        notes.stream(e);
+    }
+    for e in api {
+        notes.api(e);
+    }
+    if due {
+        notes.due();
+    }
+    notes.send(&mut tx).await?;
+    tx.commit().await.map_err(backend)
+}
 
 impl PostgresStore {
     /// Opens a pool of [`connect::DEFAULT_POOL`] connections.
@@ -99,23 +122,29 @@ impl PostgresStore {
     /// entries, its inbox changes, and whether a delivery may be due.
     async fn commit(
         &self,
-        mut tx: Tx<'_>,
+        tx: Tx<'_>,
         stream: &[StreamEvent],
         api: &[ApiEvent],
         due: bool,
     ) -> StoreResult<()> {
-        let mut notes = notify::Notes::new(&self.instance);
-        for e in stream {
-            notes.stream(e);
-        }
-        for e in api {
-            notes.api(e);
-        }
+        commit_noting(&self.instance, tx, stream, api, due).await
+    }
+
+    /// Commits a script's transaction, then announces what it wrote on
+    /// this instance (the others hear it through the notifications).
+    async fn commit_announcing(
+        &self,
+        tx: Tx<'_>,
+        announce: script::Announce,
+        due: bool,
+    ) -> StoreResult<()> {
+        self.commit(tx, &announce.stream, &announce.api, due)
+            .await?;
+        announce.publish(&self.hub);
         if due {
-            notes.due();
+            self.hub.new_events.notify_one();
         }
-        notes.send(&mut tx).await?;
-        tx.commit().await.map_err(backend)
+        Ok(())
     }
 
     async fn migrate(&self) -> StoreResult<()> {

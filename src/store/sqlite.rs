@@ -14,10 +14,9 @@ use rusqlite::{Connection, OptionalExtension, params};
 use tokio::sync::oneshot;
 
 use super::*;
-use crate::domain::error::Rejection;
 use crate::domain::inbox::{Interaction, NewInteraction};
 use crate::domain::origins::AllowedOrigins;
-use crate::hub::{ApiEvent, Hub};
+use crate::hub::Hub;
 
 mod attachments;
 mod cache;
@@ -32,11 +31,13 @@ mod lifecycle;
 mod messages;
 mod queue;
 mod rows;
+mod tx;
 mod writer;
 pub(super) mod writer_cache;
 
 use queue::*;
 use rows::*;
+use tx::Sql;
 use writer::*;
 
 const MIGRATIONS: &[&str] = &[

@@ -33,6 +33,7 @@ use crate::domain::inbox as domain;
 use crate::domain::interact::Context;
 use crate::domain::model::Message;
 use crate::hub::ApiEvent;
+use crate::store::script;
 use crate::store::{BoxFut, InteractRequest, Interacted, StoreError, StoreResult, StreamEvent};
 
 /// Most clicks in one transaction.
@@ -518,36 +519,13 @@ pub async fn interact_single(
     req: InteractRequest,
 ) -> StoreResult<Done> {
     let mut tx = pool.begin().await.map_err(backend)?;
-    let msg = super::load_message_for_update(&mut tx, &req.message_id).await?;
-    if msg.conversation_id != req.conversation_id {
-        return Err(StoreError::NotFound);
-    }
-    let fx = inbox::apply(
-        &mut tx,
-        msg,
-        &req.action,
-        &req.user,
-        &req.event_id,
-        &req.response_url,
-        req.now_ms,
-        req.interactive_window_ms,
-        None,
-    )
-    .await?;
-    let mut notes = super::notify::Notes::new(instance);
-    for e in &fx.stream {
-        notes.stream(e);
-    }
-    for e in &fx.api {
-        notes.api(e);
-    }
-    notes.due();
-    notes.send(&mut tx).await?;
-    tx.commit().await.map_err(backend)?;
+    let fx = script::inbox::interact(&mut tx, &req).await?;
+    let (stream, api) = (fx.announce.stream, fx.announce.api);
+    super::commit_noting(instance, tx, &stream, &api, true).await?;
     Ok(Done {
         out: fx.out,
-        stream: fx.stream,
-        api: fx.api,
+        stream,
+        api,
     })
 }
 

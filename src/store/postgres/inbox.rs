@@ -1,21 +1,16 @@
-//! Interactions on PostgreSQL: rows, and the one transaction step shared by
-//! a visitor's click and a reviewer's answer.
+//! Interactions on PostgreSQL: rows, and the reads and writes of them the
+//! transaction scripts take (see `tx`).
 
 use serde_json::Value;
 use sqlx::Row;
 use sqlx::postgres::PgRow;
 
-use super::{
-    Tx, append_stream, backend, insert_event, load_message_for_update, message_json, save_message,
-    status_col,
-};
+use super::{Tx, backend, status_col};
 use crate::domain::error::Rejection;
 use crate::domain::inbox::{self, Interaction, NewInteraction};
-use crate::domain::interact::{Action, Context};
-use crate::domain::model::{Message, Person};
-use crate::domain::status::InteractionStatus;
-use crate::hub::ApiEvent;
-use crate::store::{Interacted, NewEvent, StoreError, StoreResult, StreamEvent};
+use crate::domain::interact::Action;
+use crate::domain::model::Message;
+use crate::store::{StoreError, StoreResult};
 
 pub const COLS: &str = "id, chatbot_id, conversation_id, message_id, type, status, prompt, payload, spec, response, expires_at, created_at, updated_at, answered_at";
 
@@ -92,7 +87,7 @@ pub async fn of_message(tx: &mut Tx<'_>, message_id: &str) -> StoreResult<Vec<In
 
 /// The interactions an action on `msg` may concern, locked: the pending and
 /// asked ones, and every one when the action's block is gone from the message.
-async fn of_action(
+pub async fn of_action(
     tx: &mut Tx<'_>,
     msg: &Message,
     action: &Action,
@@ -132,179 +127,4 @@ pub async fn save(tx: &mut Tx<'_>, i: &Interaction) -> StoreResult<()> {
     .execute(&mut **tx)
     .await?;
     Ok(())
-}
-
-pub struct Effects {
-    pub out: Interacted,
-    pub stream: Vec<StreamEvent>,
-    pub api: Vec<ApiEvent>,
-    pub answered: Option<Interaction>,
-}
-
-/// Applies an action to a locked message inside the current transaction.
-#[allow(clippy::too_many_arguments)]
-pub async fn apply(
-    tx: &mut Tx<'_>,
-    mut msg: Message,
-    action: &Action,
-    user: &Person,
-    event_id: &str,
-    response_url: &str,
-    now_ms: i64,
-    interactive_window_ms: i64,
-    answer: Option<&serde_json::Value>,
-) -> StoreResult<Effects> {
-    let row = sqlx::query(
-        "SELECT v.chatbot_id, b.retention_ms, v.created_at, v.taken_over_by
-         FROM conversations v JOIN chatbots b ON b.id = v.chatbot_id WHERE v.id = $1",
-    )
-    .bind(&msg.conversation_id)
-    .fetch_one(&mut **tx)
-    .await?;
-    let chatbot_id: String = row.try_get(0)?;
-    let taken: Option<String> = row.try_get(3)?;
-    let mut interactions = of_action(tx, &msg, action).await?;
-    let ctx = Context {
-        now_ms,
-        interactive_window_ms,
-        retention_ms: row.try_get(1)?,
-        conversation_created_ms: row.try_get(2)?,
-        taken_over: taken.is_some(),
-        chatbot_id: &chatbot_id,
-        user,
-        event_id,
-        response_url,
-        allow_comment: false,
-        require_one_checked: false,
-        answer,
-    };
-    let d = inbox::decide(&mut interactions, &mut msg, action, ctx)?;
-    let mut api = Vec::new();
-    if let Some(i) = &d.answered {
-        save(tx, i).await?;
-        api.push(ApiEvent {
-            chatbot_id: chatbot_id.clone(),
-            interaction_id: i.id.clone(),
-            kind: "interaction.answered",
-            data: i.to_json(now_ms),
-        });
-    }
-    insert_event(
-        tx,
-        &NewEvent {
-            id: event_id.to_string(),
-            chatbot_id,
-            conversation_id: msg.conversation_id.clone(),
-            event_type: d.accepted.event_type,
-            payload: d.accepted.payload,
-            created_at: now_ms,
-        },
-    )
-    .await?;
-    let mut stream = Vec::new();
-    if d.changed {
-        save_message(tx, &msg).await?;
-        stream.push(
-            append_stream(
-                tx,
-                &msg.conversation_id,
-                "message.updated",
-                message_json(&msg),
-            )
-            .await?,
-        );
-    }
-    let typing = msg.typing_on_interaction;
-    Ok(Effects {
-        out: Interacted {
-            message: msg,
-            typing,
-            json: None,
-        },
-        stream,
-        api,
-        answered: d.answered,
-    })
-}
-
-pub async fn close(
-    tx: &mut Tx<'_>,
-    id: &str,
-    status: InteractionStatus,
-    reason: &str,
-    now_ms: i64,
-) -> StoreResult<(Interaction, Vec<StreamEvent>, Vec<ApiEvent>)> {
-    let found = by_id(tx, id).await?;
-    let mut msg = load_message_for_update(tx, &found.message_id).await?;
-    let mut i = of_message(tx, &msg.id)
-        .await?
-        .into_iter()
-        .find(|x| x.id == id)
-        .ok_or(StoreError::NotFound)?;
-    if i.status != InteractionStatus::Pending {
-        return Ok((i, Vec::new(), Vec::new()));
-    }
-    inbox::close(&mut i, &mut msg, status, reason, now_ms);
-    save(tx, &i).await?;
-    save_message(tx, &msg).await?;
-    let entry = append_stream(
-        tx,
-        &msg.conversation_id,
-        "message.updated",
-        message_json(&msg),
-    )
-    .await?;
-    let kind = if status == InteractionStatus::Expired {
-        "interaction.expired"
-    } else {
-        "interaction.cancelled"
-    };
-    let api = vec![ApiEvent {
-        chatbot_id: i.chatbot_id.clone(),
-        interaction_id: i.id.clone(),
-        kind,
-        data: i.to_json(now_ms),
-    }];
-    Ok((i, vec![entry], api))
-}
-
-/// Keeps the inbox in step with a reply (see the SQLite store).
-pub async fn after_reply(
-    tx: &mut Tx<'_>,
-    msg: &Message,
-    deleted: bool,
-    window_ms: i64,
-    now_ms: i64,
-) -> StoreResult<Vec<ApiEvent>> {
-    let chatbot_id: String =
-        sqlx::query_scalar("SELECT chatbot_id FROM conversations WHERE id = $1")
-            .bind(&msg.conversation_id)
-            .fetch_one(&mut **tx)
-            .await?;
-    let existing = of_message(tx, &msg.id).await?;
-    let (changed, fresh) =
-        inbox::after_reply(existing, msg, deleted, &chatbot_id, window_ms, now_ms);
-    let mut api = Vec::new();
-    for i in changed {
-        save(tx, &i).await?;
-        if i.status == InteractionStatus::Cancelled {
-            api.push(ApiEvent {
-                chatbot_id: chatbot_id.clone(),
-                interaction_id: i.id.clone(),
-                kind: "interaction.cancelled",
-                data: i.to_json(now_ms),
-            });
-        }
-    }
-    for n in fresh {
-        insert(tx, &n, now_ms).await?;
-        let stored = by_id(tx, &n.id).await?;
-        api.push(ApiEvent {
-            chatbot_id: chatbot_id.clone(),
-            interaction_id: n.id.clone(),
-            kind: "interaction.created",
-            data: stored.to_json(now_ms),
-        });
-    }
-    Ok(api)
 }

@@ -1,7 +1,6 @@
 //! Messages (takeover, insert, read), attachments and the conversation stream.
 
 use super::*;
-use crate::domain::status::InteractionStatus;
 
 impl PostgresStore {
     pub(super) fn takeover(
@@ -13,58 +12,8 @@ impl PostgresStore {
         let cid = conversation_id.to_string();
         Box::pin(async move {
             let mut tx = self.pool.begin().await?;
-            // Lock order everywhere: messages, then the conversation.
-            sqlx::query("SELECT 1 FROM messages WHERE conversation_id = $1 AND deleted = 0 ORDER BY seq FOR UPDATE")
-                .bind(&cid)
-                .execute(&mut *tx)
-                .await?;
-            let member = serde_json::to_string(&member)?;
-            let n = sqlx::query("UPDATE conversations SET taken_over_by = $2 WHERE id = $1")
-                .bind(&cid)
-                .bind(&member)
-                .execute(&mut *tx)
-                .await?
-                .rows_affected();
-            if n == 0 {
-                return Err(StoreError::NotFound);
-            }
-            let pending: Vec<String> = sqlx::query_scalar(
-                "SELECT id FROM interactions WHERE conversation_id = $1 AND status = 'pending'",
-            )
-            .bind(&cid)
-            .fetch_all(&mut *tx)
-            .await?;
-            let mut out = Vec::new();
-            let mut api = Vec::new();
-            for id in pending {
-                let (_, st, a) = inbox::close(
-                    &mut tx,
-                    &id,
-                    InteractionStatus::Cancelled,
-                    "takeover",
-                    now_ms,
-                )
-                .await?;
-                out.extend(st);
-                api.extend(a);
-            }
-            let rows = sqlx::query("SELECT doc, created_at FROM messages WHERE conversation_id = $1 AND deleted = 0 FOR UPDATE")
-                .bind(&cid)
-                .fetch_all(&mut *tx)
-                .await?;
-            for r in rows {
-                let mut m = parse_message(&r.try_get::<String, _>(0)?, r.try_get(1)?)?;
-                if m.take_over(now_ms) {
-                    save_message(&mut tx, &m).await?;
-                    out.push(
-                        append_stream(&mut tx, &cid, "message.updated", message_json(&m)).await?,
-                    );
-                }
-            }
-            self.commit(tx, &out, &api, false).await?;
-            self.hub.publish(out);
-            self.hub.publish_api(api);
-            Ok(())
+            let announce = script::messages::take_over(&mut tx, &cid, &member, now_ms).await?;
+            self.commit_announcing(tx, announce, false).await
         })
     }
 
@@ -76,36 +25,10 @@ impl PostgresStore {
     ) -> BoxFut<'_, StoreResult<()>> {
         Box::pin(async move {
             let mut tx = self.pool.begin().await?;
-            insert_message(&mut tx, &msg).await?;
-            if let Some(e) = &event {
-                insert_event(&mut tx, e).await?;
-            }
-            let mut api = Vec::new();
-            for i in &interactions {
-                inbox::insert(&mut tx, i, msg.created_ms).await?;
-                let stored = inbox::by_id(&mut tx, &i.id).await?;
-                api.push(ApiEvent {
-                    chatbot_id: i.chatbot_id.clone(),
-                    interaction_id: i.id.clone(),
-                    kind: "interaction.created",
-                    data: stored.to_json(msg.created_ms),
-                });
-            }
-            let entry = append_stream(
-                &mut tx,
-                &msg.conversation_id,
-                "message.created",
-                message_json(&msg),
-            )
-            .await?;
-            self.commit(tx, std::slice::from_ref(&entry), &api, event.is_some())
-                .await?;
-            self.hub.publish(vec![entry]);
-            self.hub.publish_api(api);
-            if event.is_some() {
-                self.hub.new_events.notify_one();
-            }
-            Ok(())
+            let due = event.is_some();
+            let (announce, _) =
+                script::messages::insert(&mut tx, &msg, event, &interactions).await?;
+            self.commit_announcing(tx, announce, due).await
         })
     }
 

@@ -1,20 +1,15 @@
-//! Interactions on SQLite: rows, and the one transaction step shared by a
-//! visitor's click and a reviewer's answer.
+//! Interactions on SQLite: rows, and the reads and writes of them the
+//! transaction scripts take (see `tx`).
 
 use rusqlite::{Connection, OptionalExtension, params};
 use serde_json::Value;
 
-use super::{
-    CHATBOT_COL_COUNT, CHATBOT_COLS_OF_B, append_stream, backend, chatbot_row, insert_event,
-    load_message, message_json, save_message, status_col, writer_cache,
-};
+use super::{CHATBOT_COL_COUNT, CHATBOT_COLS_OF_B, backend, chatbot_row, status_col, writer_cache};
 use crate::domain::error::Rejection;
 use crate::domain::inbox::{self, Interaction, NewInteraction};
-use crate::domain::interact::{Action, Context};
-use crate::domain::model::{Message, Person};
-use crate::domain::status::InteractionStatus;
-use crate::hub::ApiEvent;
-use crate::store::{Claimed, Interacted, NewEvent, StoreError, StoreResult, StreamEvent};
+use crate::domain::interact::Action;
+use crate::domain::model::Message;
+use crate::store::{StoreError, StoreResult};
 
 pub const COLS: &str = "id, chatbot_id, conversation_id, message_id, type, status, prompt, payload, spec, response, expires_at, created_at, updated_at, answered_at";
 
@@ -96,7 +91,7 @@ pub fn of_message(c: &Connection, message_id: &str) -> StoreResult<Vec<Interacti
 /// ones, and every one when the action's block is gone from the message.
 /// A message found with none is remembered as settled until one of its
 /// interactions is inserted or saved (or the writer's caches are emptied).
-fn of_action(c: &Connection, msg: &Message, action: &Action) -> StoreResult<Vec<Interaction>> {
+pub fn of_action(c: &Connection, msg: &Message, action: &Action) -> StoreResult<Vec<Interaction>> {
     let gone = inbox::block_gone(msg, action);
     if !gone && writer_cache::settled(&msg.id) {
         return Ok(Vec::new());
@@ -138,20 +133,10 @@ pub fn save(c: &Connection, i: &Interaction) -> StoreResult<()> {
     Ok(())
 }
 
-/// Everything one accepted action wrote, to announce after the commit.
-pub struct Effects {
-    pub out: Interacted,
-    pub stream: Vec<StreamEvent>,
-    pub api: Vec<ApiEvent>,
-    pub answered: Option<Interaction>,
-    /// The event, to hand out at once when it heads its conversation.
-    pub hot: Option<Claimed>,
-}
-
 /// A conversation's chatbot and state, from the writer's cache or the
 /// table (the writer empties the cache before any write that may change
 /// either, and when another connection wrote).
-fn conversation(c: &Connection, id: &str) -> StoreResult<writer_cache::Conversation> {
+pub fn conversation(c: &Connection, id: &str) -> StoreResult<writer_cache::Conversation> {
     if let Some(v) = writer_cache::conversation(id) {
         return Ok(v);
     }
@@ -172,164 +157,4 @@ fn conversation(c: &Connection, id: &str) -> StoreResult<writer_cache::Conversat
         })?;
     writer_cache::put_conversation(id, &v);
     Ok(v)
-}
-
-/// Applies an action to a loaded message inside the current transaction:
-/// block state, interaction, event, stream entry — or nothing.
-#[allow(clippy::too_many_arguments)]
-pub fn apply(
-    c: &Connection,
-    mut msg: Message,
-    action: &Action,
-    user: &Person,
-    event_id: &str,
-    response_url: &str,
-    now_ms: i64,
-    interactive_window_ms: i64,
-    answer: Option<&serde_json::Value>,
-) -> StoreResult<Effects> {
-    // The chatbot whole: its event goes to the dispatcher with it.
-    let conv = conversation(c, &msg.conversation_id)?;
-    let (bot, conv_created, taken) = (conv.bot, conv.created_at, conv.taken_over_by);
-    let (chatbot_id, retention_ms) = (bot.id.clone(), bot.retention_ms);
-    let mut interactions = of_action(c, &msg, action)?;
-    let ctx = Context {
-        now_ms,
-        interactive_window_ms,
-        retention_ms,
-        conversation_created_ms: conv_created,
-        taken_over: taken.is_some(),
-        chatbot_id: &chatbot_id,
-        user,
-        event_id,
-        response_url,
-        allow_comment: false,
-        require_one_checked: false,
-        answer,
-    };
-    let d = inbox::decide(&mut interactions, &mut msg, action, ctx)?;
-    let mut api = Vec::new();
-    if let Some(i) = &d.answered {
-        save(c, i)?;
-        api.push(ApiEvent {
-            chatbot_id: chatbot_id.clone(),
-            interaction_id: i.id.clone(),
-            kind: "interaction.answered",
-            data: i.to_json(now_ms),
-        });
-    }
-    let mut hot = insert_event(
-        c,
-        NewEvent {
-            id: event_id.to_string(),
-            chatbot_id,
-            conversation_id: msg.conversation_id.clone(),
-            event_type: d.accepted.event_type,
-            payload: d.accepted.payload,
-            created_at: now_ms,
-        },
-    )?;
-    let mut stream = Vec::new();
-    if d.changed {
-        let doc = save_message(c, &msg)?;
-        stream.push(append_stream(
-            c,
-            &msg.conversation_id,
-            "message.updated",
-            doc,
-        )?);
-    }
-    if let Some(h) = hot.as_mut() {
-        h.bot = Some(bot);
-    }
-    let typing = msg.typing_on_interaction;
-    let json = writer_cache::message_json(&msg);
-    Ok(Effects {
-        out: Interacted {
-            message: msg,
-            typing,
-            json,
-        },
-        stream,
-        api,
-        answered: d.answered,
-        hot,
-    })
-}
-
-/// Ends a pending interaction with `status`, turning its blocks off.
-pub fn close(
-    c: &Connection,
-    id: &str,
-    status: InteractionStatus,
-    reason: &str,
-    now_ms: i64,
-) -> StoreResult<(Interaction, Vec<StreamEvent>, Vec<ApiEvent>)> {
-    let mut i = by_id(c, id)?;
-    if i.status != InteractionStatus::Pending {
-        return Ok((i, Vec::new(), Vec::new()));
-    }
-    let mut msg = load_message(c, &i.message_id)?;
-    inbox::close(&mut i, &mut msg, status, reason, now_ms);
-    save(c, &i)?;
-    save_message(c, &msg)?;
-    let entry = append_stream(
-        c,
-        &msg.conversation_id,
-        "message.updated",
-        message_json(&msg),
-    )?;
-    let kind = if status == InteractionStatus::Expired {
-        "interaction.expired"
-    } else {
-        "interaction.cancelled"
-    };
-    let api = vec![ApiEvent {
-        chatbot_id: i.chatbot_id.clone(),
-        interaction_id: i.id.clone(),
-        kind,
-        data: i.to_json(now_ms),
-    }];
-    Ok((i, vec![entry], api))
-}
-
-/// Keeps the inbox in step with a reply: a replaced message's removed
-/// blocks close, its new blocks (or a new message's) become interactions, a
-/// deleted message's pending interactions are cancelled.
-pub fn after_reply(
-    c: &Connection,
-    msg: &Message,
-    deleted: bool,
-    window_ms: i64,
-    now_ms: i64,
-) -> StoreResult<Vec<ApiEvent>> {
-    let chatbot_id: String = c
-        .prepare_cached("SELECT chatbot_id FROM conversations WHERE id = ?1")
-        .and_then(|mut s| s.query_row([&msg.conversation_id], |r| r.get(0)))?;
-    let existing = of_message(c, &msg.id)?;
-    let mut api = Vec::new();
-    let (changed, fresh) =
-        inbox::after_reply(existing, msg, deleted, &chatbot_id, window_ms, now_ms);
-    for i in changed {
-        save(c, &i)?;
-        if i.status == InteractionStatus::Cancelled && i.updated_at == now_ms {
-            api.push(ApiEvent {
-                chatbot_id: chatbot_id.clone(),
-                interaction_id: i.id.clone(),
-                kind: "interaction.cancelled",
-                data: i.to_json(now_ms),
-            });
-        }
-    }
-    for n in fresh {
-        insert(c, &n, now_ms)?;
-        let stored = by_id(c, &n.id)?;
-        api.push(ApiEvent {
-            chatbot_id: chatbot_id.clone(),
-            interaction_id: n.id.clone(),
-            kind: "interaction.created",
-            data: stored.to_json(now_ms),
-        });
-    }
-    Ok(api)
 }

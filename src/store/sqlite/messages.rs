@@ -1,7 +1,6 @@
 //! Messages (takeover, insert, read), attachments and the conversation stream.
 
 use super::*;
-use crate::domain::status::InteractionStatus;
 
 impl SqliteStore {
     pub(super) fn takeover(
@@ -13,42 +12,18 @@ impl SqliteStore {
         let cid = conversation_id.to_string();
         let hub = self.hub.clone();
         Box::pin(async move {
-            let events = self
+            let announce = self
                 .write(move |c| {
-                    let member = serde_json::to_string(&member)?;
-                    let n = c
-                        .execute("UPDATE conversations SET taken_over_by = ?2 WHERE id = ?1", params![cid, member])?;
-                    if n == 0 {
-                        return Err(StoreError::NotFound);
-                    }
-                    let pending: Vec<String> = c
-                        .prepare("SELECT id FROM interactions WHERE conversation_id = ?1 AND status = 'pending'")
-                        .and_then(|mut s| s.query_map([&cid], |r| r.get(0)).and_then(|rows| rows.collect()))?;
-                    let mut api = Vec::new();
-                    let mut out = Vec::new();
-                    for id in pending {
-                        let (_, st, a) = inbox::close(c, &id, InteractionStatus::Cancelled, "takeover", now_ms)?;
-                        out.extend(st);
-                        api.extend(a);
-                    }
-                    let msgs: Vec<Message> = c
-                        .prepare("SELECT doc, created_at FROM messages WHERE conversation_id = ?1 AND deleted = 0")
-                        .and_then(|mut s| {
-                            s.query_map([&cid], |r| parse_message(&r.get::<_, String>(0)?, r.get(1)?))
-                                .and_then(|rows| rows.collect())
-                        })?;
-                    for mut m in msgs {
-                        if m.take_over(now_ms) {
-                            save_message(c, &m)?;
-                            out.push(append_stream(c, &cid, "message.updated", message_json(&m))?);
-                        }
-                    }
-                    Ok((out, api))
+                    script::now(script::messages::take_over(
+                        &mut Sql(c),
+                        &cid,
+                        &member,
+                        now_ms,
+                    ))
                 })
                 .await?;
             self.visitors.invalidate();
-            hub.publish(events.0);
-            hub.publish_api(events.1);
+            announce.publish(&hub);
             Ok(())
         })
     }
@@ -61,46 +36,21 @@ impl SqliteStore {
     ) -> BoxFut<'_, StoreResult<()>> {
         let hub = self.hub.clone();
         Box::pin(async move {
-            let (entry, api, _) = self
+            let (announce, _) = self
                 .write_queuing(
                     true,
                     move |c| {
-                        // Not into a conversation erased or purged since
-                        // the caller found it.
-                        let exists = c
-                            .prepare_cached(
-                                "SELECT EXISTS (SELECT 1 FROM conversations WHERE id = ?1)",
-                            )
-                            .and_then(|mut s| {
-                                s.query_row([&msg.conversation_id], |r| r.get::<_, bool>(0))
-                            })?;
-                        if !exists {
-                            return Err(StoreError::NotFound);
-                        }
-                        let doc = insert_message(c, &msg)?;
-                        let hot = match event {
-                            Some(e) => insert_event(c, e)?,
-                            None => None,
-                        };
-                        let mut api = Vec::new();
-                        for i in &interactions {
-                            inbox::insert(c, i, msg.created_ms)?;
-                            let stored = inbox::by_id(c, &i.id)?;
-                            api.push(ApiEvent {
-                                chatbot_id: i.chatbot_id.clone(),
-                                interaction_id: i.id.clone(),
-                                kind: "interaction.created",
-                                data: stored.to_json(msg.created_ms),
-                            });
-                        }
-                        let entry = append_stream(c, &msg.conversation_id, "message.created", doc)?;
-                        Ok((entry, api, hot))
+                        script::now(script::messages::insert(
+                            &mut Sql(c),
+                            &msg,
+                            event,
+                            &interactions,
+                        ))
                     },
-                    |t| t.2.take(),
+                    |t| t.1.take(),
                 )
                 .await?;
-            hub.publish(vec![entry]);
-            hub.publish_api(api);
+            announce.publish(&hub);
             Ok(())
         })
     }

@@ -117,10 +117,6 @@ pub(super) fn append_stream(
     })
 }
 
-pub(super) fn message_json(m: &Message) -> String {
-    serde_json::to_string(m).unwrap_or_default()
-}
-
 /// A status column, parsed: a text that names no status is a conversion
 /// failure of that column.
 pub(super) fn status_col<T>(r: &rusqlite::Row<'_>, idx: usize) -> rusqlite::Result<T>

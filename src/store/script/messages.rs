@@ -1,0 +1,60 @@
+//! A message stored with its event and interactions; a member's takeover.
+
+use super::{Announce, Tx, inbox};
+use crate::domain::inbox::NewInteraction;
+use crate::domain::model::{Message, Person};
+use crate::store::{Claimed, NewEvent, StoreError, StoreResult};
+
+/// Stores a message (and, for a visitor's message, its event) with its
+/// interactions and its `message.created` stream entry. Returns what to
+/// announce and the event when it heads its conversation.
+pub async fn insert<T: Tx>(
+    tx: &mut T,
+    msg: &Message,
+    event: Option<NewEvent>,
+    interactions: &[NewInteraction],
+) -> StoreResult<(Announce, Option<Claimed>)> {
+    // Not into a conversation erased or purged since the caller found it.
+    if !tx.conversation_exists(&msg.conversation_id).await? {
+        return Err(StoreError::NotFound);
+    }
+    let doc = tx.insert_message(msg).await?;
+    let hot = match event {
+        Some(e) => tx.insert_event(e).await?,
+        None => None,
+    };
+    let mut announce = Announce::default();
+    inbox::create(tx, interactions, msg.created_ms, &mut announce).await?;
+    let entry = tx
+        .append_stream(&msg.conversation_id, "message.created", doc)
+        .await?;
+    announce.stream.push(entry);
+    Ok((announce, hot))
+}
+
+/// A member takes over: pending interactions are cancelled and every block
+/// turns off with reason `takeover`.
+pub async fn take_over<T: Tx>(
+    tx: &mut T,
+    conversation_id: &str,
+    member: &Person,
+    now_ms: i64,
+) -> StoreResult<Announce> {
+    // Lock order everywhere: messages, then the conversation.
+    tx.live_messages(conversation_id).await?;
+    let member = serde_json::to_string(member)?;
+    if !tx.take_over(conversation_id, &member).await? {
+        return Err(StoreError::NotFound);
+    }
+    let mut announce = inbox::cancel_pending(tx, conversation_id, now_ms).await?;
+    for mut m in tx.live_messages(conversation_id).await? {
+        if m.take_over(now_ms) {
+            let doc = tx.save_message(&m).await?;
+            let entry = tx
+                .append_stream(conversation_id, "message.updated", doc)
+                .await?;
+            announce.stream.push(entry);
+        }
+    }
+    Ok(announce)
+}
