@@ -296,24 +296,31 @@ pub fn repeated_reply(stored: &str, body_hash: &str) -> StoreResult<ReplyOutcome
     Ok(ReplyOutcome::Repeated(v))
 }
 
-pub trait Store: Send + Sync + 'static {
+/// Everything the service asks of its storage: one role trait per part of
+/// the service, each implemented by a store in the file of that job. The
+/// write use cases inside them run one transaction script for both stores
+/// (see [`script`]).
+pub trait Store:
+    Accounts + Conversations + Inbox + Queue + Deliveries + Lifecycle + Send + Sync + 'static
+{
     /// Whether other instances may write this store too (PostgreSQL): then
     /// nothing an instance holds in memory is the whole truth — streams poll
     /// the store, and leases of a previous run are not void at start.
     fn shared(&self) -> bool {
         false
     }
+}
 
+/// Chatbots and their conversations: created, read, updated, listed.
+pub trait Accounts: Send + Sync {
     /// A value kept across restarts (admin token hash, server key); `init`
     /// is stored when none is there yet. Returns the stored value.
     fn meta_get_or_init(&self, key: &str, init: String) -> BoxFut<'_, StoreResult<String>>;
-
     fn create_chatbot(&self, bot: Chatbot, api_key_hash: String) -> BoxFut<'_, StoreResult<()>>;
     fn get_chatbot(&self, id: &str) -> BoxFut<'_, StoreResult<Chatbot>>;
     fn chatbot_by_key(&self, api_key_hash: &str) -> BoxFut<'_, StoreResult<Chatbot>>;
     /// Saves name, url, retention, secrets and the endpoint flag.
     fn update_chatbot(&self, bot: Chatbot) -> BoxFut<'_, StoreResult<()>>;
-
     fn create_conversation(
         &self,
         conv: Conversation,
@@ -326,6 +333,16 @@ pub trait Store: Send + Sync + 'static {
         &self,
         token_hash: &str,
     ) -> BoxFut<'_, StoreResult<(Conversation, AllowedOrigins)>>;
+    /// Every chatbot, newest first; the cursor is the last id of a page.
+    fn list_chatbots(
+        &self,
+        limit: usize,
+        cursor: Option<String>,
+    ) -> BoxFut<'_, StoreResult<Page<Chatbot>>>;
+}
+
+/// Messages, their attachments and the conversation stream; a takeover.
+pub trait Conversations: Send + Sync {
     /// A member takes over: blocks turn off with reason `takeover`.
     fn takeover(
         &self,
@@ -333,7 +350,6 @@ pub trait Store: Send + Sync + 'static {
         member: Person,
         now_ms: i64,
     ) -> BoxFut<'_, StoreResult<()>>;
-
     /// Stores a message (and, for a visitor's message, its event) in one
     /// transaction, with its `message.created` stream entry.
     /// With `interactions`, also records them; an `ask` interaction while
@@ -345,7 +361,6 @@ pub trait Store: Send + Sync + 'static {
         interactions: Vec<NewInteraction>,
     ) -> BoxFut<'_, StoreResult<()>>;
     fn get_message(&self, id: &str) -> BoxFut<'_, StoreResult<Message>>;
-
     /// Stores an ask's attachment (before its message; deleted with its
     /// conversation).
     fn insert_attachment(
@@ -365,11 +380,26 @@ pub trait Store: Send + Sync + 'static {
         limit: usize,
         cursor: Option<i64>,
     ) -> BoxFut<'_, StoreResult<Page<Message>>>;
+    fn stream_since(
+        &self,
+        conversation_id: &str,
+        after_seq: i64,
+        limit: usize,
+    ) -> BoxFut<'_, StoreResult<Vec<StreamEvent>>>;
+    /// Records a transient stream entry (`typing`).
+    fn append_stream(
+        &self,
+        conversation_id: &str,
+        kind: &str,
+        data: String,
+    ) -> BoxFut<'_, StoreResult<StreamEvent>>;
+}
 
+/// Clicks, submits and answers; interactions read and closed; replies.
+pub trait Inbox: Send + Sync {
     /// Applies a click or submit atomically: block state, event and stream
     /// entry in one transaction, or nothing.
     fn interact(&self, req: InteractRequest) -> BoxFut<'_, StoreResult<Interacted>>;
-
     fn get_interaction(&self, chatbot_id: &str, id: &str) -> BoxFut<'_, StoreResult<Interaction>>;
     fn list_interactions(
         &self,
@@ -392,24 +422,12 @@ pub trait Store: Send + Sync + 'static {
         reason: &'static str,
         now_ms: i64,
     ) -> BoxFut<'_, StoreResult<Interaction>>;
-
     /// Applies one use of a response_url.
     fn reply(&self, req: ReplyRequest) -> BoxFut<'_, StoreResult<ReplyOutcome>>;
+}
 
-    fn stream_since(
-        &self,
-        conversation_id: &str,
-        after_seq: i64,
-        limit: usize,
-    ) -> BoxFut<'_, StoreResult<Vec<StreamEvent>>>;
-    /// Records a transient stream entry (`typing`).
-    fn append_stream(
-        &self,
-        conversation_id: &str,
-        kind: &str,
-        data: String,
-    ) -> BoxFut<'_, StoreResult<StreamEvent>>;
-
+/// The delivery queue as the dispatcher works it.
+pub trait Queue: Send + Sync {
     /// Claims up to `limit` due deliveries that head their conversation,
     /// skipping the chatbots in `skip` and disabled endpoints; each is
     /// leased until `lease_until`.
@@ -431,6 +449,11 @@ pub trait Store: Send + Sync + 'static {
     }
     /// Time (ms) of the earliest future attempt, to sleep until.
     fn next_due_at(&self) -> BoxFut<'_, StoreResult<Option<i64>>>;
+    fn queue_stats(&self) -> BoxFut<'_, StoreResult<QueueStats>>;
+}
+
+/// The deliveries log: read, redelivered, a test event queued.
+pub trait Deliveries: Send + Sync {
     fn list_events(
         &self,
         chatbot_id: &str,
@@ -462,14 +485,10 @@ pub trait Store: Send + Sync + 'static {
     /// Queues an event that has no cause in a conversation (`webhook.test`);
     /// its `conversation_id` is its own delivery lane.
     fn enqueue_event(&self, event: NewEvent) -> BoxFut<'_, StoreResult<()>>;
-    /// Every chatbot, newest first; the cursor is the last id of a page.
-    fn list_chatbots(
-        &self,
-        limit: usize,
-        cursor: Option<String>,
-    ) -> BoxFut<'_, StoreResult<Page<Chatbot>>>;
-    fn queue_stats(&self) -> BoxFut<'_, StoreResult<QueueStats>>;
+}
 
+/// Erasure and the retention purge.
+pub trait Lifecycle: Send + Sync {
     /// Erases conversation `conversation_id` of `chatbot_id` now, with
     /// everything in it, its undelivered events included (`NotFound` when
     /// it is not that chatbot's).

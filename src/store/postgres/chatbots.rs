@@ -2,12 +2,8 @@
 
 use super::*;
 
-impl PostgresStore {
-    pub(super) fn meta_get_or_init(
-        &self,
-        key: &str,
-        init: String,
-    ) -> BoxFut<'_, StoreResult<String>> {
+impl Accounts for PostgresStore {
+    fn meta_get_or_init(&self, key: &str, init: String) -> BoxFut<'_, StoreResult<String>> {
         let key = key.to_string();
         Box::pin(async move {
             sqlx::query(
@@ -25,11 +21,7 @@ impl PostgresStore {
         })
     }
 
-    pub(super) fn create_chatbot(
-        &self,
-        b: Chatbot,
-        api_key_hash: String,
-    ) -> BoxFut<'_, StoreResult<()>> {
+    fn create_chatbot(&self, b: Chatbot, api_key_hash: String) -> BoxFut<'_, StoreResult<()>> {
         Box::pin(async move {
             sqlx::query(
                 "INSERT INTO chatbots (id, name, webhook_url, retention_ms, api_key_hash, signing_secret, member_id, created_at, allowed_origins)
@@ -50,7 +42,7 @@ impl PostgresStore {
         })
     }
 
-    pub(super) fn get_chatbot(&self, id: &str) -> BoxFut<'_, StoreResult<Chatbot>> {
+    fn get_chatbot(&self, id: &str) -> BoxFut<'_, StoreResult<Chatbot>> {
         let id = id.to_string();
         Box::pin(async move {
             let q = format!("SELECT {CHATBOT_COLS} FROM chatbots WHERE id = $1");
@@ -61,7 +53,7 @@ impl PostgresStore {
         })
     }
 
-    pub(super) fn chatbot_by_key(&self, api_key_hash: &str) -> BoxFut<'_, StoreResult<Chatbot>> {
+    fn chatbot_by_key(&self, api_key_hash: &str) -> BoxFut<'_, StoreResult<Chatbot>> {
         let h = api_key_hash.to_string();
         Box::pin(async move {
             let q = format!("SELECT {CHATBOT_COLS} FROM chatbots WHERE api_key_hash = $1");
@@ -72,7 +64,7 @@ impl PostgresStore {
         })
     }
 
-    pub(super) fn update_chatbot(&self, b: Chatbot) -> BoxFut<'_, StoreResult<()>> {
+    fn update_chatbot(&self, b: Chatbot) -> BoxFut<'_, StoreResult<()>> {
         Box::pin(async move {
             let (prev, until) = match &b.previous_secret {
                 Some((s, u)) => (Some(s.clone()), Some(*u)),
@@ -109,7 +101,7 @@ impl PostgresStore {
         })
     }
 
-    pub(super) fn create_conversation(
+    fn create_conversation(
         &self,
         conv: Conversation,
         token_hash: String,
@@ -131,7 +123,7 @@ impl PostgresStore {
         })
     }
 
-    pub(super) fn get_conversation(&self, id: &str) -> BoxFut<'_, StoreResult<Conversation>> {
+    fn get_conversation(&self, id: &str) -> BoxFut<'_, StoreResult<Conversation>> {
         let id = id.to_string();
         Box::pin(async move {
             let q = format!("SELECT {CONV_COLS} FROM conversations WHERE id = $1");
@@ -142,7 +134,7 @@ impl PostgresStore {
         })
     }
 
-    pub(super) fn conversation_by_token(
+    fn conversation_by_token(
         &self,
         token_hash: &str,
     ) -> BoxFut<'_, StoreResult<(Conversation, AllowedOrigins)>> {
@@ -162,5 +154,13 @@ impl PostgresStore {
             let origins = AllowedOrigins::from_stored(r.try_get::<&str, _>(6)?);
             Ok((conv, origins))
         })
+    }
+
+    fn list_chatbots(
+        &self,
+        limit: usize,
+        cursor: Option<String>,
+    ) -> BoxFut<'_, StoreResult<Page<Chatbot>>> {
+        Box::pin(dashboard::list_chatbots(self, limit, cursor))
     }
 }

@@ -3,8 +3,8 @@
 use super::*;
 use crate::domain::status::EventStatus;
 
-impl PostgresStore {
-    pub(super) fn list_events(
+impl Deliveries for PostgresStore {
+    fn list_events(
         &self,
         chatbot_id: &str,
         filter: EventFilter,
@@ -34,7 +34,7 @@ impl PostgresStore {
         })
     }
 
-    pub(super) fn get_event(
+    fn get_event(
         &self,
         chatbot_id: &str,
         event_id: &str,
@@ -83,7 +83,7 @@ impl PostgresStore {
         })
     }
 
-    pub(super) fn redeliver(
+    fn redeliver(
         &self,
         chatbot_id: &str,
         event_id: &str,
@@ -126,10 +126,7 @@ impl PostgresStore {
             Ok(())
         })
     }
-}
-
-impl PostgresStore {
-    pub(super) fn enqueue_event(&self, event: NewEvent) -> BoxFut<'_, StoreResult<()>> {
+    fn enqueue_event(&self, event: NewEvent) -> BoxFut<'_, StoreResult<()>> {
         Box::pin(async move {
             // An event of its own lane (`webhook.test`): no conversation row
             // to lock, and it heads its lane at once.
@@ -153,5 +150,21 @@ impl PostgresStore {
             self.hub.new_events.notify_one();
             Ok(())
         })
+    }
+
+    fn redeliver_all(
+        &self,
+        chatbot_id: &str,
+        status: EventStatus,
+        since: Option<i64>,
+        now_ms: i64,
+    ) -> BoxFut<'_, StoreResult<u64>> {
+        Box::pin(dashboard::redeliver_all(
+            self,
+            chatbot_id.to_string(),
+            status,
+            since,
+            now_ms,
+        ))
     }
 }

@@ -3,8 +3,8 @@
 use super::*;
 use crate::domain::status::InteractionStatus;
 
-impl PostgresStore {
-    pub(super) fn interact(&self, req: InteractRequest) -> BoxFut<'_, StoreResult<Interacted>> {
+impl Inbox for PostgresStore {
+    fn interact(&self, req: InteractRequest) -> BoxFut<'_, StoreResult<Interacted>> {
         Box::pin(async move {
             let done = self.clicks.interact(req).await?;
             self.hub.publish(done.stream);
@@ -14,11 +14,7 @@ impl PostgresStore {
         })
     }
 
-    pub(super) fn get_interaction(
-        &self,
-        chatbot_id: &str,
-        id: &str,
-    ) -> BoxFut<'_, StoreResult<Interaction>> {
+    fn get_interaction(&self, chatbot_id: &str, id: &str) -> BoxFut<'_, StoreResult<Interaction>> {
         let (bid, id) = (chatbot_id.to_string(), id.to_string());
         Box::pin(async move {
             let r = sqlx::query(&format!(
@@ -34,7 +30,7 @@ impl PostgresStore {
         })
     }
 
-    pub(super) fn list_interactions(
+    fn list_interactions(
         &self,
         chatbot_id: &str,
         filter: InteractionFilter,
@@ -70,10 +66,7 @@ impl PostgresStore {
         })
     }
 
-    pub(super) fn answer_interaction(
-        &self,
-        req: AnswerRequest,
-    ) -> BoxFut<'_, StoreResult<AnswerOutcome>> {
+    fn answer_interaction(&self, req: AnswerRequest) -> BoxFut<'_, StoreResult<AnswerOutcome>> {
         Box::pin(async move {
             let mut tx = self.pool.begin().await?;
             let (outcome, fx) = script::inbox::answer(&mut tx, &req).await?;
@@ -84,7 +77,7 @@ impl PostgresStore {
         })
     }
 
-    pub(super) fn close_interaction(
+    fn close_interaction(
         &self,
         id: &str,
         status: InteractionStatus,
@@ -100,7 +93,7 @@ impl PostgresStore {
         })
     }
 
-    pub(super) fn reply(&self, req: ReplyRequest) -> BoxFut<'_, StoreResult<ReplyOutcome>> {
+    fn reply(&self, req: ReplyRequest) -> BoxFut<'_, StoreResult<ReplyOutcome>> {
         Box::pin(async move {
             let mut tx = self.pool.begin().await?;
             let (outcome, announce) = script::reply::reply(&mut tx, req).await?;

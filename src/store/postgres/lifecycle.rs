@@ -2,6 +2,7 @@
 //! the retention purge, one short transaction per batch of conversations
 //! with a pause after each ([`pace`]).
 
+use crate::store::{BoxFut, Lifecycle};
 use std::time::Instant;
 
 use sqlx::Row;
@@ -153,5 +154,20 @@ impl PostgresStore {
             }
         }
         Ok(deleted)
+    }
+}
+
+impl Lifecycle for PostgresStore {
+    fn erase_conversation(
+        &self,
+        chatbot_id: &str,
+        conversation_id: &str,
+    ) -> BoxFut<'_, StoreResult<()>> {
+        let (bot, cid) = (chatbot_id.to_string(), conversation_id.to_string());
+        Box::pin(async move { self.erase(&bot, &cid).await })
+    }
+
+    fn purge_expired(&self, now_ms: i64) -> BoxFut<'_, StoreResult<u64>> {
+        Box::pin(self.purge_pass(now_ms))
     }
 }

@@ -2,8 +2,8 @@
 
 use super::*;
 
-impl PostgresStore {
-    pub(super) fn takeover(
+impl Conversations for PostgresStore {
+    fn takeover(
         &self,
         conversation_id: &str,
         member: Person,
@@ -17,7 +17,7 @@ impl PostgresStore {
         })
     }
 
-    pub(super) fn insert_message(
+    fn insert_message(
         &self,
         msg: Message,
         event: Option<NewEvent>,
@@ -32,14 +32,14 @@ impl PostgresStore {
         })
     }
 
-    pub(super) fn insert_attachment(
+    fn insert_attachment(
         &self,
         a: crate::domain::attachment::Attachment,
     ) -> BoxFut<'_, StoreResult<()>> {
         Box::pin(attachments::insert(&self.pool, a))
     }
 
-    pub(super) fn get_attachment(
+    fn get_attachment(
         &self,
         id: &str,
     ) -> BoxFut<'_, StoreResult<crate::domain::attachment::Attachment>> {
@@ -47,12 +47,12 @@ impl PostgresStore {
         Box::pin(async move { attachments::get(&self.pool, &id).await })
     }
 
-    pub(super) fn delete_attachment(&self, id: &str) -> BoxFut<'_, StoreResult<()>> {
+    fn delete_attachment(&self, id: &str) -> BoxFut<'_, StoreResult<()>> {
         let id = id.to_string();
         Box::pin(async move { attachments::delete(&self.pool, &id).await })
     }
 
-    pub(super) fn get_message(&self, id: &str) -> BoxFut<'_, StoreResult<Message>> {
+    fn get_message(&self, id: &str) -> BoxFut<'_, StoreResult<Message>> {
         let id = id.to_string();
         Box::pin(async move {
             let row =
@@ -65,7 +65,7 @@ impl PostgresStore {
         })
     }
 
-    pub(super) fn list_messages(
+    fn list_messages(
         &self,
         conversation_id: &str,
         limit: usize,
@@ -90,10 +90,7 @@ impl PostgresStore {
             Ok(page_of(out, limit))
         })
     }
-}
-
-impl PostgresStore {
-    pub(super) fn stream_since(
+    fn stream_since(
         &self,
         conversation_id: &str,
         after_seq: i64,
@@ -123,7 +120,7 @@ impl PostgresStore {
         })
     }
 
-    pub(super) fn append_stream(
+    fn append_stream(
         &self,
         conversation_id: &str,
         kind: &str,

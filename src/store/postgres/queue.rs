@@ -211,8 +211,8 @@ pub(super) async fn record_set(tx: &mut Tx<'_>, records: &[AttemptRecord]) -> St
     Ok(true)
 }
 
-impl PostgresStore {
-    pub(super) fn claim_due(
+impl Queue for PostgresStore {
+    fn claim_due(
         &self,
         now_ms: i64,
         lease_until: i64,
@@ -281,10 +281,7 @@ impl PostgresStore {
         })
     }
 
-    pub(super) fn record_attempts(
-        &self,
-        records: Vec<AttemptRecord>,
-    ) -> BoxFut<'_, StoreResult<()>> {
+    fn record_attempts(&self, records: Vec<AttemptRecord>) -> BoxFut<'_, StoreResult<()>> {
         Box::pin(async move {
             let mut tx = self.pool.begin().await?;
             let promoted = if settable(&records) {
@@ -304,10 +301,7 @@ impl PostgresStore {
         })
     }
 
-    pub(super) fn release_leases(
-        &self,
-        event_ids: Option<Vec<String>>,
-    ) -> BoxFut<'_, StoreResult<()>> {
+    fn release_leases(&self, event_ids: Option<Vec<String>>) -> BoxFut<'_, StoreResult<()>> {
         Box::pin(async move {
             match event_ids {
                 // Several instances may share this database: only expired
@@ -325,7 +319,7 @@ impl PostgresStore {
         })
     }
 
-    pub(super) fn next_due_at(&self) -> BoxFut<'_, StoreResult<Option<i64>>> {
+    fn next_due_at(&self) -> BoxFut<'_, StoreResult<Option<i64>>> {
         Box::pin(async move {
             sqlx::query_scalar(
                 "SELECT min(GREATEST(next_attempt_at, leased_until)) FROM events WHERE is_head = 1 AND status IN ('pending', 'failed')
@@ -336,10 +330,7 @@ impl PostgresStore {
             .map_err(backend)
         })
     }
-}
-
-impl PostgresStore {
-    pub(super) fn queue_stats(&self) -> BoxFut<'_, StoreResult<QueueStats>> {
+    fn queue_stats(&self) -> BoxFut<'_, StoreResult<QueueStats>> {
         Box::pin(async move {
             let row = sqlx::query("SELECT count(*), min(created_at) FROM events WHERE status IN ('pending', 'failed')")
                 .fetch_one(&self.pool)

@@ -2,12 +2,8 @@
 
 use super::*;
 
-impl SqliteStore {
-    pub(super) fn meta_get_or_init(
-        &self,
-        key: &str,
-        init: String,
-    ) -> BoxFut<'_, StoreResult<String>> {
+impl Accounts for SqliteStore {
+    fn meta_get_or_init(&self, key: &str, init: String) -> BoxFut<'_, StoreResult<String>> {
         let key = key.to_string();
         Box::pin(self.write(move |c| {
             c.execute(
@@ -19,11 +15,7 @@ impl SqliteStore {
         }))
     }
 
-    pub(super) fn create_chatbot(
-        &self,
-        b: Chatbot,
-        api_key_hash: String,
-    ) -> BoxFut<'_, StoreResult<()>> {
+    fn create_chatbot(&self, b: Chatbot, api_key_hash: String) -> BoxFut<'_, StoreResult<()>> {
         Box::pin(self.write(move |c| {
             c.execute(
                 "INSERT INTO chatbots (id, name, webhook_url, retention_ms, api_key_hash, signing_secret, member_id, created_at, allowed_origins)
@@ -34,7 +26,7 @@ impl SqliteStore {
         }))
     }
 
-    pub(super) fn get_chatbot(&self, id: &str) -> BoxFut<'_, StoreResult<Chatbot>> {
+    fn get_chatbot(&self, id: &str) -> BoxFut<'_, StoreResult<Chatbot>> {
         let r = self.read(|c| {
             c.prepare_cached(&format!(
                 "SELECT {CHATBOT_COLS} FROM chatbots WHERE id = ?1"
@@ -45,7 +37,7 @@ impl SqliteStore {
         Box::pin(async move { r?.ok_or(StoreError::NotFound) })
     }
 
-    pub(super) fn chatbot_by_key(&self, api_key_hash: &str) -> BoxFut<'_, StoreResult<Chatbot>> {
+    fn chatbot_by_key(&self, api_key_hash: &str) -> BoxFut<'_, StoreResult<Chatbot>> {
         let r = self.read(|c| {
             c.prepare_cached(&format!(
                 "SELECT {CHATBOT_COLS} FROM chatbots WHERE api_key_hash = ?1"
@@ -56,7 +48,7 @@ impl SqliteStore {
         Box::pin(async move { r?.ok_or(StoreError::NotFound) })
     }
 
-    pub(super) fn update_chatbot(&self, b: Chatbot) -> BoxFut<'_, StoreResult<()>> {
+    fn update_chatbot(&self, b: Chatbot) -> BoxFut<'_, StoreResult<()>> {
         let hub = self.hub.clone();
         Box::pin(async move {
             let enabled = !b.endpoint_disabled;
@@ -88,7 +80,7 @@ impl SqliteStore {
         })
     }
 
-    pub(super) fn create_conversation(
+    fn create_conversation(
         &self,
         conv: Conversation,
         token_hash: String,
@@ -103,7 +95,7 @@ impl SqliteStore {
         }))
     }
 
-    pub(super) fn get_conversation(&self, id: &str) -> BoxFut<'_, StoreResult<Conversation>> {
+    fn get_conversation(&self, id: &str) -> BoxFut<'_, StoreResult<Conversation>> {
         let r = self.read(|c| {
             c.prepare_cached(&format!(
                 "SELECT {CONV_COLS} FROM conversations WHERE id = ?1"
@@ -114,7 +106,7 @@ impl SqliteStore {
         Box::pin(async move { r?.ok_or(StoreError::NotFound) })
     }
 
-    pub(super) fn conversation_by_token(
+    fn conversation_by_token(
         &self,
         token_hash: &str,
     ) -> BoxFut<'_, StoreResult<(Conversation, AllowedOrigins)>> {
@@ -132,6 +124,15 @@ impl SqliteStore {
                 .and_then(|v| v.ok_or(StoreError::NotFound))
                 .inspect(|v| self.visitors.put(generation, token_hash, v)),
         };
+        Box::pin(async move { r })
+    }
+
+    fn list_chatbots(
+        &self,
+        limit: usize,
+        cursor: Option<String>,
+    ) -> BoxFut<'_, StoreResult<Page<Chatbot>>> {
+        let r = self.list_chatbots_impl(limit, cursor);
         Box::pin(async move { r })
     }
 }

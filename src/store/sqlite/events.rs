@@ -3,8 +3,8 @@
 use super::*;
 use crate::domain::status::EventStatus;
 
-impl SqliteStore {
-    pub(super) fn list_events(
+impl Deliveries for SqliteStore {
+    fn list_events(
         &self,
         chatbot_id: &str,
         filter: EventFilter,
@@ -45,7 +45,7 @@ impl SqliteStore {
         })
     }
 
-    pub(super) fn get_event(
+    fn get_event(
         &self,
         chatbot_id: &str,
         event_id: &str,
@@ -86,7 +86,7 @@ impl SqliteStore {
         Box::pin(async move { r?.ok_or(StoreError::NotFound) })
     }
 
-    pub(super) fn redeliver(
+    fn redeliver(
         &self,
         chatbot_id: &str,
         event_id: &str,
@@ -124,5 +124,19 @@ impl SqliteStore {
             hub.new_events.notify_one();
             Ok(())
         })
+    }
+
+    fn redeliver_all(
+        &self,
+        chatbot_id: &str,
+        status: EventStatus,
+        since: Option<i64>,
+        now_ms: i64,
+    ) -> BoxFut<'_, StoreResult<u64>> {
+        Box::pin(self.redeliver_all_impl(chatbot_id.to_string(), status, since, now_ms))
+    }
+
+    fn enqueue_event(&self, event: NewEvent) -> BoxFut<'_, StoreResult<()>> {
+        Box::pin(self.enqueue_event_impl(event))
     }
 }

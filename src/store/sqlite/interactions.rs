@@ -3,8 +3,8 @@
 use super::*;
 use crate::domain::status::InteractionStatus;
 
-impl SqliteStore {
-    pub(super) fn interact(&self, req: InteractRequest) -> BoxFut<'_, StoreResult<Interacted>> {
+impl Inbox for SqliteStore {
+    fn interact(&self, req: InteractRequest) -> BoxFut<'_, StoreResult<Interacted>> {
         let hub = self.hub.clone();
         Box::pin(async move {
             let fx = self
@@ -19,11 +19,7 @@ impl SqliteStore {
         })
     }
 
-    pub(super) fn get_interaction(
-        &self,
-        chatbot_id: &str,
-        id: &str,
-    ) -> BoxFut<'_, StoreResult<Interaction>> {
+    fn get_interaction(&self, chatbot_id: &str, id: &str) -> BoxFut<'_, StoreResult<Interaction>> {
         let r = self.read(|c| {
             c.prepare_cached(&format!(
                 "SELECT {} FROM interactions WHERE id = ?1 AND chatbot_id = ?2",
@@ -35,7 +31,7 @@ impl SqliteStore {
         Box::pin(async move { r?.ok_or(StoreError::NotFound) })
     }
 
-    pub(super) fn list_interactions(
+    fn list_interactions(
         &self,
         chatbot_id: &str,
         filter: InteractionFilter,
@@ -75,10 +71,7 @@ impl SqliteStore {
         })
     }
 
-    pub(super) fn answer_interaction(
-        &self,
-        req: AnswerRequest,
-    ) -> BoxFut<'_, StoreResult<AnswerOutcome>> {
+    fn answer_interaction(&self, req: AnswerRequest) -> BoxFut<'_, StoreResult<AnswerOutcome>> {
         let hub = self.hub.clone();
         Box::pin(async move {
             let (outcome, fx) = self
@@ -95,7 +88,7 @@ impl SqliteStore {
         })
     }
 
-    pub(super) fn close_interaction(
+    fn close_interaction(
         &self,
         id: &str,
         status: InteractionStatus,
@@ -121,7 +114,7 @@ impl SqliteStore {
         })
     }
 
-    pub(super) fn reply(&self, req: ReplyRequest) -> BoxFut<'_, StoreResult<ReplyOutcome>> {
+    fn reply(&self, req: ReplyRequest) -> BoxFut<'_, StoreResult<ReplyOutcome>> {
         let hub = self.hub.clone();
         Box::pin(async move {
             let (outcome, announce) = self

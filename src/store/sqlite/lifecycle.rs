@@ -8,6 +8,7 @@
 //! proportion to it has passed ([`pace`]), so the clicks that arrive
 //! meanwhile run in batches of their own.
 
+use crate::store::{BoxFut, Lifecycle};
 use std::time::{Duration, Instant};
 
 use rusqlite::{Connection, OptionalExtension, params};
@@ -158,5 +159,19 @@ impl SqliteStore {
             self.visitors.invalidate();
         }
         Ok(deleted)
+    }
+}
+
+impl Lifecycle for SqliteStore {
+    fn erase_conversation(
+        &self,
+        chatbot_id: &str,
+        conversation_id: &str,
+    ) -> BoxFut<'_, StoreResult<()>> {
+        Box::pin(self.erase(chatbot_id.to_string(), conversation_id.to_string()))
+    }
+
+    fn purge_expired(&self, now_ms: i64) -> BoxFut<'_, StoreResult<u64>> {
+        Box::pin(self.purge_pass(now_ms))
     }
 }

@@ -2,8 +2,8 @@
 
 use super::*;
 
-impl SqliteStore {
-    pub(super) fn takeover(
+impl Conversations for SqliteStore {
+    fn takeover(
         &self,
         conversation_id: &str,
         member: Person,
@@ -28,7 +28,7 @@ impl SqliteStore {
         })
     }
 
-    pub(super) fn insert_message(
+    fn insert_message(
         &self,
         msg: Message,
         event: Option<NewEvent>,
@@ -55,14 +55,14 @@ impl SqliteStore {
         })
     }
 
-    pub(super) fn insert_attachment(
+    fn insert_attachment(
         &self,
         a: crate::domain::attachment::Attachment,
     ) -> BoxFut<'_, StoreResult<()>> {
         Box::pin(self.write(move |c| attachments::insert(c, &a).map_err(backend)))
     }
 
-    pub(super) fn get_attachment(
+    fn get_attachment(
         &self,
         id: &str,
     ) -> BoxFut<'_, StoreResult<crate::domain::attachment::Attachment>> {
@@ -70,12 +70,12 @@ impl SqliteStore {
         Box::pin(async move { r?.ok_or(StoreError::NotFound) })
     }
 
-    pub(super) fn delete_attachment(&self, id: &str) -> BoxFut<'_, StoreResult<()>> {
+    fn delete_attachment(&self, id: &str) -> BoxFut<'_, StoreResult<()>> {
         let id = id.to_string();
         Box::pin(self.write(move |c| attachments::delete(c, &id).map_err(backend)))
     }
 
-    pub(super) fn get_message(&self, id: &str) -> BoxFut<'_, StoreResult<Message>> {
+    fn get_message(&self, id: &str) -> BoxFut<'_, StoreResult<Message>> {
         let r = self.read(|c| {
             c.prepare_cached("SELECT doc, created_at FROM messages WHERE id = ?1 AND deleted = 0")?
                 .query_row([id], |r| parse_message(&r.get::<_, String>(0)?, r.get(1)?))
@@ -84,7 +84,7 @@ impl SqliteStore {
         Box::pin(async move { r?.ok_or(StoreError::NotFound) })
     }
 
-    pub(super) fn list_messages(
+    fn list_messages(
         &self,
         conversation_id: &str,
         limit: usize,
@@ -114,10 +114,7 @@ impl SqliteStore {
             })
         })
     }
-}
-
-impl SqliteStore {
-    pub(super) fn stream_since(
+    fn stream_since(
         &self,
         conversation_id: &str,
         after_seq: i64,
@@ -141,7 +138,7 @@ impl SqliteStore {
         Box::pin(async move { r })
     }
 
-    pub(super) fn append_stream(
+    fn append_stream(
         &self,
         conversation_id: &str,
         kind: &str,

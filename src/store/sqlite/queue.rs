@@ -89,8 +89,8 @@ pub(super) fn promote_next(
     Ok((Some((c, at)), true))
 }
 
-impl SqliteStore {
-    pub(super) fn claim_due(
+impl Queue for SqliteStore {
+    fn claim_due(
         &self,
         now_ms: i64,
         lease_until: i64,
@@ -156,10 +156,7 @@ impl SqliteStore {
         })
     }
 
-    pub(super) fn record_attempts(
-        &self,
-        records: Vec<AttemptRecord>,
-    ) -> BoxFut<'_, StoreResult<()>> {
+    fn record_attempts(&self, records: Vec<AttemptRecord>) -> BoxFut<'_, StoreResult<()>> {
         let hub = self.hub.clone();
         Box::pin(async move {
             let ids: Vec<String> = records.iter().map(|r| r.event_id.clone()).collect();
@@ -291,10 +288,7 @@ impl SqliteStore {
         })
     }
 
-    pub(super) fn release_leases(
-        &self,
-        event_ids: Option<Vec<String>>,
-    ) -> BoxFut<'_, StoreResult<()>> {
+    fn release_leases(&self, event_ids: Option<Vec<String>>) -> BoxFut<'_, StoreResult<()>> {
         let mut cl = self.claims.lock();
         match event_ids {
             None => cl.release_claimed(),
@@ -308,21 +302,18 @@ impl SqliteStore {
         Box::pin(async { Ok(()) })
     }
 
-    pub(super) fn give_back(&self, claims: Vec<Claimed>) -> BoxFut<'_, StoreResult<()>> {
+    fn give_back(&self, claims: Vec<Claimed>) -> BoxFut<'_, StoreResult<()>> {
         self.claims.lock().give_back(claims);
         Box::pin(async { Ok(()) })
     }
 
-    pub(super) fn next_due_at(&self) -> BoxFut<'_, StoreResult<Option<i64>>> {
+    fn next_due_at(&self) -> BoxFut<'_, StoreResult<Option<i64>>> {
         // Known in memory: the next retry, or the next safety scan.
         let now = crate::domain::time::now_ms();
         let at = self.claims.lock().next_due_at(now);
         Box::pin(async move { Ok(at) })
     }
-}
-
-impl SqliteStore {
-    pub(super) fn queue_stats(&self) -> BoxFut<'_, StoreResult<QueueStats>> {
+    fn queue_stats(&self) -> BoxFut<'_, StoreResult<QueueStats>> {
         let r = self.read(|c| {
             c.prepare_cached(
                 "SELECT count(*), min(created_at) FROM events WHERE status IN ('pending', 'failed')",
