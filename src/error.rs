@@ -68,6 +68,15 @@ impl ApiError {
             "this chatbot's widget may not be used from this origin",
         )
     }
+    /// 410: a response_url past its time, used up, or whose message is gone.
+    pub fn response_url_expired(detail: impl Into<String>) -> Self {
+        Self::new(
+            StatusCode::GONE,
+            "response_url_expired",
+            "response_url expired",
+            detail,
+        )
+    }
     pub fn malformed_json(detail: impl Into<String>) -> Self {
         Self::new(
             StatusCode::BAD_REQUEST,

@@ -139,7 +139,7 @@ proptest! {
     fn block_definitions_are_checked_without_panicking(body in block_body()) {
         let schema = &blockhook::schemas::Schemas::get().message;
         match blockhook::usecase::content::parse_content(&body, schema) {
-            Ok(content) => {
+            Ok((content, _)) => {
                 if let Some(blocks) = content.blocks {
                     let mut ids: Vec<&str> = blocks.iter().map(|b| b.block_id()).collect();
                     prop_assert!(ids.iter().all(|i| !i.is_empty()));

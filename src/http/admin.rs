@@ -5,7 +5,8 @@ use base64::Engine;
 use serde_json::{Value, json};
 use std::time::Duration;
 
-use super::extract::{Admin, JsonBody, collection, text_field, typed};
+use super::check::{Check, Need};
+use super::extract::{Admin, JsonBody, collection};
 use super::{AppState, views};
 use crate::delivery::ssrf;
 use crate::domain::ids::{hash_secret, new_id, new_secret, random_bytes};
@@ -34,44 +35,39 @@ pub fn new_signing_secret() -> String {
 pub const RETENTION_MIN: Duration = Duration::from_secs(1);
 pub const RETENTION_MAX: Duration = Duration::from_secs(3650 * 86400);
 
-fn retention(body: &Value, errors: &mut Vec<FieldError>) -> Option<Duration> {
-    let v = body.get("retention")?;
+fn retention(check: &mut Check) -> Option<Duration> {
+    let v = check.get("retention")?;
     let (code, message) = match crate::domain::duration::from_json(v) {
         Ok(d) if d < RETENTION_MIN => ("too_small", "retention is at least 1s".to_string()),
         Ok(d) if d > RETENTION_MAX => ("too_large", "retention is at most 3650d".to_string()),
         Ok(d) => return Some(d),
         Err(e) => ("invalid_duration", e),
     };
-    errors.push(FieldError::new("/retention", code, message));
+    check.push(FieldError::new("/retention", code, message));
     None
 }
 
 /// `allowed_origins` of a body (§9), if given.
-fn allowed_origins(body: &Value, errors: &mut Vec<FieldError>) -> Option<AllowedOrigins> {
-    match AllowedOrigins::parse(body.get("allowed_origins")?) {
+fn allowed_origins(check: &mut Check) -> Option<AllowedOrigins> {
+    match AllowedOrigins::parse(check.get("allowed_origins")?) {
         Ok(o) => Some(o),
         Err(e) => {
-            errors.extend(e);
+            e.into_iter().for_each(|f| check.push(f));
             None
         }
     }
 }
 
-fn unknown_keys(body: &Value, allowed: &[&str], errors: &mut Vec<FieldError>) {
-    if let Some(o) = body.as_object() {
-        for k in o.keys() {
-            if !allowed.contains(&k.as_str()) {
-                errors.push(FieldError::new(
-                    format!("/{k}"),
-                    "unknown_field",
-                    "this key is not allowed here",
-                ));
-            }
-        }
-    }
-}
-
-async fn check_webhook(st: &AppState, url: &str, errors: &mut Vec<FieldError>) {
+/// The `webhook_url` of a body, if it is a text: refused if it is not a
+/// URL or names a private address.
+async fn check_webhook(st: &AppState, check: &mut Check<'_>) {
+    let Some(url) = check
+        .get("webhook_url")
+        .and_then(Value::as_str)
+        .filter(|_| check.passed("webhook_url"))
+    else {
+        return;
+    };
     // A host that does not resolve now may resolve later: it is checked
     // again at every send, so only invalid and private URLs are refused here.
     let code = match ssrf::check(url, st.config.allow_private_webhooks).await {
@@ -84,7 +80,7 @@ async fn check_webhook(st: &AppState, url: &str, errors: &mut Vec<FieldError>) {
         ),
         Err(ssrf::Refusal::Invalid(m)) => ("invalid_url", m),
     };
-    errors.push(FieldError::new("/webhook_url", code.0, code.1));
+    check.push(FieldError::new("/webhook_url", code.0, code.1));
 }
 
 /// Create a chatbot. The API key is shown only in this answer.
@@ -95,35 +91,19 @@ async fn create_chatbot(
     st: web::Data<AppState>,
     body: JsonBody,
 ) -> ApiResult<HttpResponse> {
-    let body = body.0;
-    let mut errors = Vec::new();
-    unknown_keys(
-        &body,
+    let mut check = Check::new(
+        &body.0,
         &["name", "webhook_url", "retention", "allowed_origins"],
-        &mut errors,
-    );
-    text_field(body.get("name"), "name", 200, &mut errors);
-    if body.get("name").is_none_or(Value::is_null) {
-        errors.push(FieldError::new("/name", "required", "name is required"));
-    }
-    let url = text_field(body.get("webhook_url"), "webhook_url", 2000, &mut errors);
-    match &url {
-        Some(u) => check_webhook(&st, u, &mut errors).await,
-        None if body.get("webhook_url").is_none_or(Value::is_null) => errors.push(FieldError::new(
-            "/webhook_url",
-            "required",
-            "webhook_url is required",
-        )),
-        None => {}
-    }
-    let retention = retention(&body, &mut errors).unwrap_or(Duration::from_secs(90 * 86400));
-    let allowed_origins = allowed_origins(&body, &mut errors).unwrap_or_default();
-    if !errors.is_empty() {
-        return Err(ApiError::Validation(errors));
-    }
+    )?;
+    check
+        .text("name", 200, Need::Required)
+        .text("webhook_url", 2000, Need::Required);
+    check_webhook(&st, &mut check).await;
+    let retention = retention(&mut check).unwrap_or(Duration::from_secs(90 * 86400));
+    let allowed_origins = allowed_origins(&mut check).unwrap_or_default();
     let views::NewChatbot {
         name, webhook_url, ..
-    } = typed(body)?;
+    } = check.typed()?;
     let api_key = new_secret("sk");
     let bot = Chatbot {
         id: new_id("cb"),
@@ -207,10 +187,8 @@ async fn update_chatbot(
     body: JsonBody,
 ) -> ApiResult<HttpResponse> {
     let mut bot = st.store.get_chatbot(&id).await?;
-    let body = body.0;
-    let mut errors = Vec::new();
-    unknown_keys(
-        &body,
+    let mut check = Check::new(
+        &body.0,
         &[
             "name",
             "webhook_url",
@@ -218,30 +196,20 @@ async fn update_chatbot(
             "endpoint_disabled",
             "allowed_origins",
         ],
-        &mut errors,
-    );
-    let name = text_field(body.get("name"), "name", 200, &mut errors);
-    let url = text_field(body.get("webhook_url"), "webhook_url", 2000, &mut errors);
-    if let Some(u) = &url {
-        check_webhook(&st, u, &mut errors).await;
-    }
-    let retention = retention(&body, &mut errors);
-    let origins = allowed_origins(&body, &mut errors);
-    let enable = match body.get("endpoint_disabled") {
-        None => None,
-        Some(Value::Bool(b)) => Some(*b),
-        Some(_) => {
-            errors.push(FieldError::new(
-                "/endpoint_disabled",
-                "invalid_type",
-                "must be a boolean",
-            ));
-            None
-        }
-    };
-    if !errors.is_empty() {
-        return Err(ApiError::Validation(errors));
-    }
+    )?;
+    check
+        .text("name", 200, Need::Optional)
+        .text("webhook_url", 2000, Need::Optional)
+        .flag("endpoint_disabled");
+    check_webhook(&st, &mut check).await;
+    let retention = retention(&mut check);
+    let origins = allowed_origins(&mut check);
+    let views::ChatbotChange {
+        name,
+        webhook_url: url,
+        endpoint_disabled: enable,
+        ..
+    } = check.typed()?;
     if let Some(n) = name {
         bot.name = n;
     }

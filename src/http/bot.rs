@@ -1,12 +1,13 @@
 //! Bot API (chatbot API key): messages, takeover, and the deliveries log.
 
 use actix_web::{HttpResponse, delete, get, post, web};
-use serde_json::{Value, json};
+use serde_json::json;
 
+use super::check::{Check, Need};
 use super::extract::{Bot, JsonBody, PageQuery, sealed_page};
 use super::{AppState, views};
 use crate::domain::model::{Author, Conversation, Person};
-use crate::error::{ApiError, ApiResult, FieldError};
+use crate::error::{ApiError, ApiResult};
 use crate::schemas::Schemas;
 use crate::usecase::content::{new_message, parse_content};
 
@@ -37,7 +38,7 @@ async fn post_message(
     body: JsonBody,
 ) -> ApiResult<HttpResponse> {
     let conv = conversation(&st, &bot, &cid).await?;
-    let content = parse_content(&body.0, &Schemas::get().message)?;
+    let (content, _) = parse_content(&body.0, &Schemas::get().message)?;
     let msg = new_message(&conv.id, Author::bot(), content, st.now_ms());
     let expires = msg.created_ms + st.config.interactive_window.as_millis() as i64;
     let interactions = crate::domain::inbox::from_message(&msg, &bot.0.id, Some(expires));
@@ -82,24 +83,15 @@ async fn takeover(
     body: JsonBody,
 ) -> ApiResult<HttpResponse> {
     conversation(&st, &bot, &cid).await?;
-    let member = body.0.get("member").cloned().unwrap_or(Value::Null);
-    let id = member
-        .get("id")
-        .and_then(Value::as_str)
-        .unwrap_or(&bot.0.member_id)
-        .to_string();
-    let display_name = member
-        .get("display_name")
-        .and_then(Value::as_str)
-        .unwrap_or("Support")
-        .to_string();
-    if !member.is_null() && !member.is_object() {
-        return Err(ApiError::Validation(vec![FieldError::new(
-            "/member",
-            "invalid_type",
-            "must be an object",
-        )]));
-    }
+    let mut check = Check::new(&body.0, &["member"])?;
+    check.nested("member", &["id", "display_name"], |m| {
+        m.text("id", 200, Need::Optional)
+            .text("display_name", 80, Need::Optional);
+    });
+    let views::Takeover { member } = check.typed()?;
+    let member = member.unwrap_or_default();
+    let id = member.id.unwrap_or_else(|| bot.0.member_id.clone());
+    let display_name = member.display_name.unwrap_or_else(|| "Support".into());
     let person = Person {
         kind: "member".into(),
         id,

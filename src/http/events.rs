@@ -5,6 +5,7 @@ use actix_web::{HttpResponse, get, post, web};
 use base64::Engine;
 use serde_json::{Value, json};
 
+use super::check::Check;
 use super::extract::{Bot, JsonBody, PageQuery, sealed_page};
 use super::{AppState, views};
 use crate::domain::ids::new_id;
@@ -158,29 +159,16 @@ async fn redeliver_all(
     st: web::Data<AppState>,
     body: JsonBody,
 ) -> ApiResult<HttpResponse> {
-    let body = body.0;
-    let mut errors = Vec::new();
-    if let Some(o) = body.as_object() {
-        for k in o
-            .keys()
-            .filter(|k| !["status", "since"].contains(&k.as_str()))
-        {
-            errors.push(FieldError::new(
-                format!("/{k}"),
-                "unknown_field",
-                "this key is not allowed here",
-            ));
-        }
-    }
-    let status = match body.get("status") {
-        Some(Value::String(s)) if s == EventStatus::Dead.as_str() => Some(EventStatus::Dead),
-        Some(Value::String(s)) if s == EventStatus::Failed.as_str() => Some(EventStatus::Failed),
-        None | Some(Value::Null) => {
-            errors.push(FieldError::new("/status", "required", "status is required"));
+    let mut check = Check::new(&body.0, &["status", "since"])?;
+    let status = match check.get("status") {
+        None => {
+            check.push(FieldError::new("/status", "required", "status is required"));
             None
         }
+        Some(Value::String(s)) if s == EventStatus::Dead.as_str() => Some(EventStatus::Dead),
+        Some(Value::String(s)) if s == EventStatus::Failed.as_str() => Some(EventStatus::Failed),
         Some(_) => {
-            errors.push(FieldError::new(
+            check.push(FieldError::new(
                 "/status",
                 "invalid_value",
                 "status is dead or failed",
@@ -188,21 +176,21 @@ async fn redeliver_all(
             None
         }
     };
-    let since = match body.get("since") {
-        None | Some(Value::Null) => None,
-        Some(Value::String(s)) => match parse_rfc3339(s) {
-            Some(t) => Some(t),
-            None => {
-                errors.push(FieldError::new(
+    let since = match check.get("since") {
+        None => None,
+        Some(Value::String(s)) => {
+            let at = parse_rfc3339(s);
+            if at.is_none() {
+                check.push(FieldError::new(
                     "/since",
                     "invalid_timestamp",
                     "since is an RFC 3339 timestamp",
                 ));
-                None
             }
-        },
+            at
+        }
         Some(_) => {
-            errors.push(FieldError::new(
+            check.push(FieldError::new(
                 "/since",
                 "invalid_type",
                 "since is an RFC 3339 timestamp string",
@@ -210,8 +198,9 @@ async fn redeliver_all(
             None
         }
     };
-    let Some(status) = status.filter(|_| errors.is_empty()) else {
-        return Err(ApiError::Validation(errors));
+    check.finish()?;
+    let Some(status) = status else {
+        return Err(ApiError::internal("a checked status"));
     };
     let count = st
         .store
@@ -225,13 +214,7 @@ async fn redeliver_all(
 #[utoipa::path(tag = "events", request_body(content = Option<Object>, description = "No body, or `{}`"), responses((status = 202, description = "The test event queued", body = views::EventQueued), (status = 422, description = "validation_failed")), security(("api_key" = [])))]
 #[post("/api/v1/events/test")]
 async fn test_event(bot: Bot, st: web::Data<AppState>, body: JsonBody) -> ApiResult<HttpResponse> {
-    if let Some(k) = body.0.as_object().and_then(|o| o.keys().next()) {
-        return Err(ApiError::field(
-            format!("/{k}"),
-            "unknown_field",
-            "this request takes no body",
-        ));
-    }
+    Check::new(&body.0, &[])?.finish()?;
     let now = st.now_ms();
     let id = new_id("evt");
     let payload = crate::domain::events::webhook_test(&id, &bot.0.id, &rfc3339(now));

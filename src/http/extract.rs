@@ -146,13 +146,6 @@ pub fn nul_in_url(req: &actix_web::dev::ServiceRequest) -> Option<ApiError> {
     (!errors.is_empty()).then_some(ApiError::Validation(errors))
 }
 
-/// Reads a body, already checked key by key (so every refusal has its
-/// pointer and code), into its typed request struct (`http::views`).
-/// A failure here is a check that missed a case: still a 422, never a 5xx.
-pub fn typed<T: serde::de::DeserializeOwned>(body: Value) -> Result<T, ApiError> {
-    serde_json::from_value(body).map_err(|e| ApiError::field("", "invalid", e.to_string()))
-}
-
 /// The credential of `Authorization: Bearer …` (the scheme is
 /// case-insensitive, RFC 9110 §11.1).
 fn bearer(req: &HttpRequest) -> Option<&str> {
@@ -347,28 +340,4 @@ pub fn collection(data: Vec<Value>, next_cursor: Option<String>) -> Value {
         "data": data,
         "page": {"has_more": next_cursor.is_some(), "next_cursor": next_cursor}
     })
-}
-
-/// An optional string field of a body: absent or null is `None`; empty,
-/// too long or not a string is recorded in `errors` with its pointer.
-pub fn text_field(
-    value: Option<&Value>,
-    key: &str,
-    max: usize,
-    errors: &mut Vec<crate::error::FieldError>,
-) -> Option<String> {
-    use crate::error::FieldError;
-    let (code, message) = match value {
-        None | Some(Value::Null) => return None,
-        Some(Value::String(s)) if s.trim().is_empty() => {
-            ("required", "must not be empty".to_string())
-        }
-        Some(Value::String(s)) if s.chars().count() > max => {
-            ("too_long", format!("must be at most {max} characters"))
-        }
-        Some(Value::String(s)) => return Some(s.clone()),
-        Some(_) => ("invalid_type", "must be a string".to_string()),
-    };
-    errors.push(FieldError::new(format!("/{key}"), code, message));
-    None
 }

@@ -4,6 +4,7 @@ pub mod access_log;
 pub mod admin;
 pub mod ask;
 pub mod bot;
+pub mod check;
 pub mod cors;
 pub mod events;
 pub mod extract;

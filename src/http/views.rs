@@ -212,9 +212,12 @@ pub struct Takeover {
     pub member: Option<TakeoverMember>,
 }
 
-#[derive(Deserialize, ToSchema)]
+#[derive(Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
 pub struct TakeoverMember {
+    #[schema(min_length = 1, max_length = 200)]
     pub id: Option<String>,
+    #[schema(min_length = 1, max_length = 80)]
     pub display_name: Option<String>,
 }
 

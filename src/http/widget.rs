@@ -2,16 +2,17 @@
 //! submits and the live stream.
 
 use actix_web::{HttpRequest, HttpResponse, get, post, web};
-use serde_json::{Map, Value, json};
+use serde_json::json;
 
-use super::extract::{JsonBody, PageQuery, Visitor, check_origin, origin, sealed_page, typed};
+use super::check::{Check, Need};
+use super::extract::{JsonBody, PageQuery, Visitor, check_origin, origin, sealed_page};
 use super::{AppState, views};
 use crate::domain::events::{self, Base};
 use crate::domain::ids::{hash_secret, new_id, new_secret};
 use crate::domain::interact::{Action, Context, closure_reason, present};
 use crate::domain::model::{Author, Conversation, Message, Person};
 use crate::domain::time::rfc3339;
-use crate::error::{ApiError, ApiResult, FieldError};
+use crate::error::{ApiError, ApiResult};
 use crate::store::{InteractRequest, NewEvent};
 use crate::usecase::content::{Content, new_message};
 
@@ -59,34 +60,14 @@ async fn create_conversation(
     super::guard::conversation(&st, &req)?;
     let bot = st.store.get_chatbot(&chatbot_id).await?;
     check_origin(origin(&req), &bot.allowed_origins)?;
-    let display_name = match body.0.get("display_name") {
-        None | Some(Value::Null) => {
+    let mut check = Check::new(&body.0, &["display_name"])?;
+    check.text("display_name", 80, Need::Optional);
+    let views::NewConversation { display_name } = check.typed()?;
+    let display_name = match display_name {
+        Some(name) => name.trim().to_string(),
+        None => {
             use rand::Rng;
             format!("Visitor {:04}", rand::rng().random_range(0..10000))
-        }
-        Some(Value::String(s)) if !s.trim().is_empty() && s.chars().count() <= 80 => {
-            s.trim().to_string()
-        }
-        Some(Value::String(s)) if s.trim().is_empty() => {
-            return Err(ApiError::field(
-                "/display_name",
-                "required",
-                "must not be empty",
-            ));
-        }
-        Some(Value::String(_)) => {
-            return Err(ApiError::field(
-                "/display_name",
-                "too_long",
-                "must be at most 80 characters",
-            ));
-        }
-        Some(_) => {
-            return Err(ApiError::field(
-                "/display_name",
-                "invalid_type",
-                "must be a string",
-            ));
         }
     };
     let token = new_secret("vt");
@@ -152,48 +133,9 @@ async fn post_message(
 ) -> ApiResult<HttpResponse> {
     own(&v, &cid)?;
     super::guard::visitor_write(&st, &v.0.id)?;
-    let mut errors = Vec::new();
-    for k in body
-        .0
-        .as_object()
-        .map(|o| o.keys().cloned().collect::<Vec<_>>())
-        .unwrap_or_default()
-    {
-        if k != "text" {
-            errors.push(FieldError::new(
-                format!("/{k}"),
-                "unknown_field",
-                "this key is not allowed here",
-            ));
-        }
-    }
-    let text = match body.0.get("text") {
-        Some(Value::String(s)) if s.trim().is_empty() => {
-            errors.push(FieldError::new("/text", "required", "must not be empty"));
-            None
-        }
-        Some(Value::String(s)) if s.chars().count() > 4000 => {
-            errors.push(FieldError::new(
-                "/text",
-                "too_long",
-                "must be at most 4000 characters",
-            ));
-            None
-        }
-        Some(Value::String(s)) => Some(s.clone()),
-        Some(_) => {
-            errors.push(FieldError::new("/text", "invalid_type", "must be a string"));
-            None
-        }
-        None => {
-            errors.push(FieldError::new("/text", "required", "text is required"));
-            None
-        }
-    };
-    if !errors.is_empty() {
-        return Err(ApiError::Validation(errors));
-    }
-    let text = text.unwrap_or_default();
+    let mut check = Check::new(&body.0, &["text"])?;
+    check.text("text", 4000, Need::Required);
+    let views::VisitorMessage { text } = check.typed()?;
     let now = st.now_ms();
     let msg = new_message(
         &cid,
@@ -307,28 +249,6 @@ struct MessageBody<'a> {
     message: &'a Message,
 }
 
-fn string_key(body: &Map<String, Value>, key: &str, errors: &mut Vec<FieldError>) -> String {
-    match body.get(key) {
-        Some(Value::String(s)) if !s.is_empty() => s.clone(),
-        Some(Value::String(_)) | None => {
-            errors.push(FieldError::new(
-                format!("/{key}"),
-                "required",
-                format!("{key} is required"),
-            ));
-            String::new()
-        }
-        Some(_) => {
-            errors.push(FieldError::new(
-                format!("/{key}"),
-                "invalid_type",
-                "must be a string",
-            ));
-            String::new()
-        }
-    }
-}
-
 /// A click on a button. Exactly one of concurrent clicks on a group that
 /// turns off on click is accepted.
 #[utoipa::path(tag = "widget", request_body = views::Click, responses(
@@ -346,47 +266,17 @@ async fn click(
     body: JsonBody,
 ) -> ApiResult<HttpResponse> {
     super::guard::visitor_write(&st, &v.0.id)?;
-    let Value::Object(body) = body.0 else {
-        return Err(ApiError::field(
-            "",
-            "invalid_type",
-            "the body must be a JSON object",
-        ));
-    };
-    let mut errors = Vec::new();
-    for k in body.keys() {
-        if !["block_id", "action_id", "comment"].contains(&k.as_str()) {
-            errors.push(FieldError::new(
-                format!("/{k}"),
-                "unknown_field",
-                "this key is not allowed here",
-            ));
-        }
-    }
-    string_key(&body, "block_id", &mut errors);
-    string_key(&body, "action_id", &mut errors);
-    match body.get("comment") {
-        None | Some(Value::Null) => {}
-        Some(Value::String(s)) if s.chars().count() <= 2000 => {}
-        Some(Value::String(_)) => errors.push(FieldError::new(
-            "/comment",
-            "too_long",
-            "must be at most 2000 characters",
-        )),
-        Some(_) => errors.push(FieldError::new(
-            "/comment",
-            "invalid_type",
-            "must be a string",
-        )),
-    }
-    if !errors.is_empty() {
-        return Err(ApiError::Validation(errors));
-    }
+    let mut check = Check::new(&body.0, &["block_id", "action_id", "comment"])?;
+    check
+        // Any length: an id no block has is a 404, as for any unknown one.
+        .text("block_id", usize::MAX, Need::Required)
+        .text("action_id", usize::MAX, Need::Required)
+        .string("comment", 2000);
     let views::Click {
         block_id,
         action_id,
         comment,
-    } = typed(Value::Object(body))?;
+    } = check.typed()?;
     interact(
         &st,
         &v,
@@ -418,34 +308,9 @@ async fn submit_form(
 ) -> ApiResult<HttpResponse> {
     let (mid, form_id) = path.into_inner();
     super::guard::visitor_write(&st, &v.0.id)?;
-    let Value::Object(body) = body.0 else {
-        return Err(ApiError::field(
-            "",
-            "invalid_type",
-            "the body must be a JSON object",
-        ));
-    };
-    let mut errors = Vec::new();
-    for k in body.keys() {
-        if k != "values" {
-            errors.push(FieldError::new(
-                format!("/{k}"),
-                "unknown_field",
-                "this key is not allowed here",
-            ));
-        }
-    }
-    if body.get("values").is_some_and(|v| !v.is_object()) {
-        errors.push(FieldError::new(
-            "/values",
-            "invalid_type",
-            "must be an object",
-        ));
-    }
-    if !errors.is_empty() {
-        return Err(ApiError::Validation(errors));
-    }
-    let views::FormSubmit { values } = typed(Value::Object(body))?;
+    let mut check = Check::new(&body.0, &["values"])?;
+    check.object("values");
+    let views::FormSubmit { values } = check.typed()?;
     let values = values.unwrap_or_default();
     interact(&st, &v, mid, Action::Submit { form_id, values }).await
 }

@@ -1,6 +1,7 @@
 //! Building messages from request bodies: schema check, typed blocks,
 //! semantic rules, in that order; nothing is stored on failure.
 
+use serde::Deserialize;
 use serde_json::Value;
 
 use crate::domain::blocks::{self, Block};
@@ -17,34 +18,59 @@ pub struct Content {
     pub typing_on_interaction: Option<bool>,
 }
 
-/// Checks `body` against `schema` and the block rules.
-pub fn parse_content(body: &Value, schema: &jsonschema::Validator) -> Result<Content, ApiError> {
+/// Where a reply goes (a new message's body has neither key).
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Placement {
+    pub replace_original: Option<bool>,
+    pub delete_original: bool,
+}
+
+/// A message's or a reply's body, read once its schema check passed.
+#[derive(Deserialize)]
+struct Body {
+    text: Option<String>,
+    blocks: Option<Vec<Block>>,
+    metadata: Option<Value>,
+    typing_on_interaction: Option<bool>,
+    replace_original: Option<bool>,
+    delete_original: Option<bool>,
+}
+
+/// Checks `body` against `schema` (every problem with its pointer), reads
+/// it into its typed form, then checks the block rules.
+pub fn parse_content(
+    body: &Value,
+    schema: &jsonschema::Validator,
+) -> Result<(Content, Placement), ApiError> {
     let errors = crate::schemas::check(schema, body);
     if !errors.is_empty() {
         return Err(ApiError::Validation(errors));
     }
-    let text = body.get("text").and_then(Value::as_str).map(str::to_string);
-    let metadata = body.get("metadata").cloned();
-    let typing = body.get("typing_on_interaction").and_then(Value::as_bool);
-    let blocks = match body.get("blocks") {
-        None | Some(Value::Null) => None,
-        Some(v) => {
-            let mut b: Vec<Block> = serde_json::from_value(v.clone()).map_err(|e| {
-                ApiError::Validation(vec![FieldError::new("/blocks", "invalid", e.to_string())])
-            })?;
-            let errs = blocks::normalize_and_check(&mut b, "/blocks");
-            if !errs.is_empty() {
-                return Err(ApiError::Validation(errs));
-            }
-            Some(b)
+    // The schema describes every key, so what it let through reads; a
+    // block it could not describe fully is refused with the pointer of the
+    // blocks.
+    let body: Body = Body::deserialize(body).map_err(|e| {
+        ApiError::Validation(vec![FieldError::new("/blocks", "invalid", e.to_string())])
+    })?;
+    let mut blocks = body.blocks;
+    if let Some(b) = &mut blocks {
+        let errs = blocks::normalize_and_check(b, "/blocks");
+        if !errs.is_empty() {
+            return Err(ApiError::Validation(errs));
         }
-    };
-    Ok(Content {
-        text,
-        blocks,
-        metadata,
-        typing_on_interaction: typing,
-    })
+    }
+    Ok((
+        Content {
+            text: body.text,
+            blocks,
+            metadata: body.metadata,
+            typing_on_interaction: body.typing_on_interaction,
+        },
+        Placement {
+            replace_original: body.replace_original,
+            delete_original: body.delete_original == Some(true),
+        },
+    ))
 }
 
 /// A new message by `author` with `content`, created now.

@@ -41,21 +41,11 @@ pub fn response_url(
     url
 }
 
-fn expired(detail: &str) -> ApiError {
-    ApiError::new(
-        actix_web::http::StatusCode::GONE,
-        "response_url_expired",
-        "response_url expired",
-        detail,
-    )
-}
-
 /// Decides what a reply body asks for, checking it as a new message's body
 /// would be checked. Nothing is stored here.
 fn decide(grant: &Grant, body: &Value, now_ms: i64) -> ApiResult<Reply> {
-    let content = parse_content(body, &Schemas::get().reply)?;
-    let replace = body.get("replace_original").and_then(Value::as_bool);
-    let delete = body.get("delete_original").and_then(Value::as_bool) == Some(true);
+    let (content, placement) = parse_content(body, &Schemas::get().reply)?;
+    let (replace, delete) = (placement.replace_original, placement.delete_original);
     if grant.new_message_only {
         if replace == Some(true) {
             return Err(ApiError::field(
@@ -123,7 +113,9 @@ pub async fn apply_reply(
         if let Err(StoreError::NotFound) = st.store.get_conversation(&grant.conversation_id).await {
             return Err(ApiError::not_found());
         }
-        return Err(expired("this response_url has expired"));
+        return Err(ApiError::response_url_expired(
+            "this response_url has expired",
+        ));
     }
     if let Some(pointer) = crate::domain::text::first_nul(body) {
         return Err(ApiError::field(
@@ -166,7 +158,11 @@ pub async fn apply_reply(
         {
             return Err(ApiError::not_found());
         }
-        Err(StoreError::NotFound) => return Err(expired("the original message was deleted")),
+        Err(StoreError::NotFound) => {
+            return Err(ApiError::response_url_expired(
+                "the original message was deleted",
+            ));
+        }
         Err(other) => return Err(other.into()),
     };
     match out {
@@ -177,7 +173,7 @@ pub async fn apply_reply(
             Ok(v)
         }
         ReplyOutcome::Repeated(v) => Ok(v),
-        ReplyOutcome::UsedUp => Err(expired(
+        ReplyOutcome::UsedUp => Err(ApiError::response_url_expired(
             "this response_url was used the maximum number of times",
         )),
     }

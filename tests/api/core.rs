@@ -3,6 +3,7 @@
 //! HTTP against a real SQLite file.
 
 mod admin;
+mod bodies;
 mod bot_messages;
 mod clicks;
 mod closing;

@@ -3,9 +3,10 @@
 
 use std::time::Duration;
 
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
-use super::super::extract::text_field;
+use super::super::check::{Check, Need};
+use super::super::views;
 use crate::domain::attachment::{self, Upload};
 use crate::domain::blocks::{Block, BlockState, Button, Field, FieldKind};
 use crate::domain::inbox::{self, Spec};
@@ -39,64 +40,36 @@ fn valid_id(s: &str) -> bool {
             .all(|c| c.is_ascii_alphanumeric() || "_.:-".contains(c))
 }
 
-fn flag(body: &Map<String, Value>, key: &str, errors: &mut Vec<FieldError>) -> bool {
-    match body.get(key) {
-        None | Some(Value::Null) => false,
-        Some(Value::Bool(b)) => *b,
-        Some(_) => {
-            errors.push(FieldError::new(
-                format!("/{key}"),
-                "invalid_type",
-                "must be a boolean",
-            ));
-            false
-        }
-    }
-}
-
 pub(super) fn parse(body: &Value) -> Result<Question, ApiError> {
-    let Some(body) = body.as_object() else {
-        return Err(ApiError::field(
-            "",
-            "invalid_type",
-            "the body must be a JSON object",
-        ));
-    };
+    let mut check = Check::new(
+        body,
+        &[
+            "message",
+            "title",
+            "options",
+            "multiple",
+            "custom",
+            "accept",
+            "decline",
+            "comment",
+            "timeout",
+            "attachment",
+            "wait",
+        ],
+    )?;
+    check
+        .text("message", 600, Need::Required)
+        .text("title", 60, Need::Optional)
+        .text("accept", 30, Need::Optional)
+        .text("decline", 30, Need::Optional)
+        .flag("multiple")
+        .flag("custom")
+        .flag("comment")
+        .flag("wait");
     let mut errors = Vec::new();
-    const KEYS: [&str; 11] = [
-        "message",
-        "title",
-        "options",
-        "multiple",
-        "custom",
-        "accept",
-        "decline",
-        "comment",
-        "timeout",
-        "attachment",
-        "wait",
-    ];
-    for k in body.keys() {
-        if !KEYS.contains(&k.as_str()) {
-            errors.push(FieldError::new(
-                format!("/{k}"),
-                "unknown_field",
-                "this key is not allowed here",
-            ));
-        }
-    }
-    let message = text_field(body.get("message"), "message", 600, &mut errors);
-    if body.get("message").is_none() {
-        errors.push(FieldError::new(
-            "/message",
-            "required",
-            "message is required",
-        ));
-    }
-    let title = text_field(body.get("title"), "title", 60, &mut errors);
     let mut options = Vec::new();
-    match body.get("options") {
-        None | Some(Value::Null) => {}
+    match check.get("options") {
+        None => {}
         Some(Value::Array(a)) if a.len() > 9 => {
             errors.push(FieldError::new("/options", "too_many", "at most 9 options"))
         }
@@ -126,6 +99,15 @@ pub(super) fn parse(body: &Value) -> Result<Question, ApiError> {
                                 "required",
                                 "an option needs an id",
                             ));
+                        }
+                        for k in ["label", "detail"] {
+                            if m.get(k).is_some_and(|v| !v.is_string() && !v.is_null()) {
+                                errors.push(FieldError::new(
+                                    format!("{at}/{k}"),
+                                    "invalid_type",
+                                    "must be a string",
+                                ));
+                            }
                         }
                         let label = m
                             .get("label")
@@ -178,26 +160,15 @@ pub(super) fn parse(body: &Value) -> Result<Question, ApiError> {
             "must be an array",
         )),
     }
-    let multiple = flag(body, "multiple", &mut errors);
-    let custom = flag(body, "custom", &mut errors);
-    let comment = flag(body, "comment", &mut errors);
-    let attachment = match body.get("attachment") {
-        None | Some(Value::Null) => None,
-        Some(v) => attachment::parse(v, &mut errors),
-    };
-    let wait = !matches!(body.get("wait"), Some(Value::Bool(false)));
-    if body
-        .get("wait")
-        .is_some_and(|w| !w.is_boolean() && !w.is_null())
-    {
-        errors.push(FieldError::new(
-            "/wait",
-            "invalid_type",
-            "must be a boolean",
-        ));
-    }
-    let accept = text_field(body.get("accept"), "accept", 30, &mut errors);
-    let decline = text_field(body.get("decline"), "decline", 30, &mut errors);
+    let attachment = check
+        .get("attachment")
+        .and_then(|v| attachment::parse(v, &mut errors));
+    let flag = |key: &str| check.get(key).and_then(Value::as_bool).unwrap_or(false);
+    let (multiple, custom, comment) = (flag("multiple"), flag("custom"), flag("comment"));
+    let (accept, decline) = (
+        check.get("accept").is_some(),
+        check.get("decline").is_some(),
+    );
     if multiple && options.len() < 2 {
         errors.push(FieldError::new(
             "/multiple",
@@ -207,8 +178,8 @@ pub(super) fn parse(body: &Value) -> Result<Question, ApiError> {
     }
     let with_options = !options.is_empty() || custom;
     for (key, set) in [
-        ("accept", accept.is_some()),
-        ("decline", decline.is_some()),
+        ("accept", accept),
+        ("decline", decline),
         ("comment", comment),
     ] {
         if with_options && set {
@@ -219,8 +190,8 @@ pub(super) fn parse(body: &Value) -> Result<Question, ApiError> {
             ));
         }
     }
-    let timeout = match body.get("timeout") {
-        None | Some(Value::Null) => Duration::from_secs(600),
+    let timeout = match check.get("timeout") {
+        None => Duration::from_secs(600),
         Some(v) => match crate::domain::duration::from_json(v) {
             Ok(d) if d < Duration::from_secs(5) => {
                 errors.push(FieldError::new(
@@ -241,11 +212,17 @@ pub(super) fn parse(body: &Value) -> Result<Question, ApiError> {
             }
         },
     };
-    if !errors.is_empty() {
-        return Err(ApiError::Validation(errors));
-    }
+    errors.into_iter().for_each(|e| check.push(e));
+    let views::Ask {
+        message,
+        title,
+        accept,
+        decline,
+        wait,
+        ..
+    } = check.typed()?;
     Ok(Question {
-        message: message.unwrap_or_default(),
+        message,
         title,
         options,
         multiple,
@@ -254,7 +231,7 @@ pub(super) fn parse(body: &Value) -> Result<Question, ApiError> {
         decline: decline.unwrap_or_else(|| "No".into()),
         comment,
         timeout,
-        wait,
+        wait: wait.unwrap_or(true),
         attachment,
     })
 }

@@ -199,7 +199,7 @@ async fn apply_set(
     instance: &Instance,
     reqs: &[&InteractRequest],
 ) -> StoreResult<Results> {
-    let mut tx = pool.begin().await.map_err(backend)?;
+    let mut tx = pool.begin().await?;
     let mut ids: Vec<&str> = reqs.iter().map(|r| r.message_id.as_str()).collect();
     ids.sort_unstable();
     ids.dedup();
@@ -289,7 +289,7 @@ async fn apply_set(
         );
     }
     if decisions.is_empty() {
-        tx.rollback().await.map_err(backend)?;
+        tx.rollback().await?;
         return Ok(results);
     }
 
@@ -324,7 +324,7 @@ async fn apply_set(
         done.push((d.job, Done { out, stream, api }));
     }
     notes.send(&mut tx).await?;
-    tx.commit().await.map_err(backend)?;
+    tx.commit().await?;
     for (k, d) in done {
         results[k] = Some(Ok(d));
     }
@@ -338,15 +338,11 @@ async fn lock_messages(tx: &mut Tx<'_>, ids: &[&str]) -> StoreResult<HashMap<Str
     )
     .bind(ids)
     .fetch_all(&mut **tx)
-    .await
-    .map_err(backend)?;
+    .await?;
     let mut messages = HashMap::with_capacity(rows.len());
     for r in &rows {
-        let id: String = r.try_get(0).map_err(backend)?;
-        let m = parse_message(
-            &r.try_get::<String, _>(1).map_err(backend)?,
-            r.try_get(2).map_err(backend)?,
-        )?;
+        let id: String = r.try_get(0)?;
+        let m = parse_message(&r.try_get::<String, _>(1)?, r.try_get(2)?)?;
         messages.insert(id, m);
     }
     Ok(messages)
@@ -363,17 +359,16 @@ async fn lock_conversations(
     )
     .bind(convs)
     .fetch_all(&mut **tx)
-    .await
-    .map_err(backend)?;
+    .await?;
     let mut out = HashMap::with_capacity(rows.len());
     for r in rows {
-        let taken: Option<String> = r.try_get(4).map_err(backend)?;
+        let taken: Option<String> = r.try_get(4)?;
         out.insert(
-            r.try_get(0).map_err(backend)?,
+            r.try_get(0)?,
             ConvCtx {
-                chatbot_id: r.try_get(1).map_err(backend)?,
-                retention_ms: r.try_get(2).map_err(backend)?,
-                created_at: r.try_get(3).map_err(backend)?,
+                chatbot_id: r.try_get(1)?,
+                retention_ms: r.try_get(2)?,
+                created_at: r.try_get(3)?,
                 taken_over: taken.is_some(),
             },
         );
@@ -394,10 +389,10 @@ async fn pending_interactions(
     .bind(message_ids)
     .fetch_all(&mut **tx)
     .await
-    .map_err(backend)?;
+    ?;
     let mut out: HashMap<String, Vec<domain::Interaction>> = HashMap::new();
     for r in &rows {
-        let i = inbox::row(r).map_err(backend)?;
+        let i = inbox::row(r)?;
         out.entry(i.message_id.clone()).or_default().push(i);
     }
     Ok(out)
@@ -506,7 +501,7 @@ async fn write(
     .bind(&s_data)
     .fetch_all(&mut **tx)
     .await
-    .map_err(backend)?;
+    ?;
     seqs.sort_unstable();
     Ok(seqs)
 }
@@ -518,7 +513,7 @@ pub async fn interact_single(
     instance: &Instance,
     req: InteractRequest,
 ) -> StoreResult<Done> {
-    let mut tx = pool.begin().await.map_err(backend)?;
+    let mut tx = pool.begin().await?;
     let fx = script::inbox::interact(&mut tx, &req).await?;
     let (stream, api) = (fx.announce.stream, fx.announce.api);
     super::commit_noting(instance, tx, &stream, &api, true).await?;

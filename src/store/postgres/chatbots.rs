@@ -17,7 +17,7 @@ impl Accounts for PostgresStore {
                 .bind(&key)
                 .fetch_one(&self.pool)
                 .await
-                .map_err(backend)
+                .map_err(StoreError::from)
         })
     }
 
@@ -47,7 +47,7 @@ impl Accounts for PostgresStore {
         Box::pin(async move {
             let q = format!("SELECT {CHATBOT_COLS} FROM chatbots WHERE id = $1");
             let row = sqlx::query(&q).bind(&id).fetch_optional(&self.pool).await?;
-            row.map(|r| chatbot_row(&r).map_err(backend))
+            row.map(|r| chatbot_row(&r).map_err(StoreError::from))
                 .transpose()?
                 .ok_or(StoreError::NotFound)
         })
@@ -58,7 +58,7 @@ impl Accounts for PostgresStore {
         Box::pin(async move {
             let q = format!("SELECT {CHATBOT_COLS} FROM chatbots WHERE api_key_hash = $1");
             let row = sqlx::query(&q).bind(&h).fetch_optional(&self.pool).await?;
-            row.map(|r| chatbot_row(&r).map_err(backend))
+            row.map(|r| chatbot_row(&r).map_err(StoreError::from))
                 .transpose()?
                 .ok_or(StoreError::NotFound)
         })
@@ -128,7 +128,7 @@ impl Accounts for PostgresStore {
         Box::pin(async move {
             let q = format!("SELECT {CONV_COLS} FROM conversations WHERE id = $1");
             let row = sqlx::query(&q).bind(&id).fetch_optional(&self.pool).await?;
-            row.map(|r| conversation_row(&r).map_err(backend))
+            row.map(|r| conversation_row(&r).map_err(StoreError::from))
                 .transpose()?
                 .ok_or(StoreError::NotFound)
         })

@@ -5,7 +5,7 @@ use serde_json::Value;
 use sqlx::Row;
 use sqlx::postgres::PgRow;
 
-use super::{Tx, backend, status_col};
+use super::{Tx, status_col};
 use crate::domain::error::Rejection;
 use crate::domain::inbox::{self, Interaction, NewInteraction};
 use crate::domain::interact::Action;
@@ -82,7 +82,9 @@ pub async fn of_message(tx: &mut Tx<'_>, message_id: &str) -> StoreResult<Vec<In
     .bind(message_id)
     .fetch_all(&mut **tx)
     .await?;
-    rows.iter().map(|r| row(r).map_err(backend)).collect()
+    rows.iter()
+        .map(|r| row(r).map_err(StoreError::from))
+        .collect()
 }
 
 /// The interactions an action on `msg` may concern, locked: the pending and
@@ -99,7 +101,9 @@ pub async fn of_action(
     .bind(inbox::block_gone(msg, action))
     .fetch_all(&mut **tx)
     .await?;
-    rows.iter().map(|r| row(r).map_err(backend)).collect()
+    rows.iter()
+        .map(|r| row(r).map_err(StoreError::from))
+        .collect()
 }
 
 /// Reads an interaction without locking it: locks are taken message first,
@@ -111,7 +115,7 @@ pub async fn by_id(tx: &mut Tx<'_>, id: &str) -> StoreResult<Interaction> {
         .fetch_optional(&mut **tx)
         .await?
         .ok_or(StoreError::NotFound)?;
-    row(&r).map_err(backend)
+    row(&r).map_err(StoreError::from)
 }
 
 pub async fn save(tx: &mut Tx<'_>, i: &Interaction) -> StoreResult<()> {

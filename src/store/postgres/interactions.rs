@@ -26,7 +26,7 @@ impl Inbox for PostgresStore {
             .fetch_optional(&self.pool)
             .await?
             .ok_or(StoreError::NotFound)?;
-            inbox::row(&r).map_err(backend)
+            inbox::row(&r).map_err(StoreError::from)
         })
     }
 

@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use sqlx::Row;
 
-use super::{PostgresStore, Tx, backend, notify};
+use super::{PostgresStore, Tx, notify};
 use crate::lifecycle::pace;
 use crate::store::{StoreError, StoreResult};
 
@@ -31,11 +31,7 @@ const DELETES: &[&str] = &[
 
 async fn delete_conversations(tx: &mut Tx<'_>, ids: &[String]) -> StoreResult<()> {
     for sql in DELETES {
-        sqlx::query(sql)
-            .bind(ids)
-            .execute(&mut **tx)
-            .await
-            .map_err(backend)?;
+        sqlx::query(sql).bind(ids).execute(&mut **tx).await?;
     }
     Ok(())
 }
@@ -47,26 +43,23 @@ impl PostgresStore {
     /// each other instead of deadlocking; a click that got in first has
     /// its event deleted too.
     pub(super) async fn erase(&self, chatbot_id: &str, cid: &str) -> StoreResult<()> {
-        let mut tx = self.pool.begin().await.map_err(backend)?;
+        let mut tx = self.pool.begin().await?;
         let owner: Option<String> =
             sqlx::query_scalar("SELECT chatbot_id FROM conversations WHERE id = $1")
                 .bind(cid)
                 .fetch_optional(&mut *tx)
-                .await
-                .map_err(backend)?;
+                .await?;
         if owner.as_deref() != Some(chatbot_id) {
             return Err(StoreError::NotFound);
         }
         sqlx::query("SELECT 1 FROM messages WHERE conversation_id = $1 ORDER BY id FOR UPDATE")
             .bind(cid)
             .execute(&mut *tx)
-            .await
-            .map_err(backend)?;
+            .await?;
         let locked = sqlx::query("SELECT 1 FROM conversations WHERE id = $1 FOR UPDATE")
             .bind(cid)
             .fetch_optional(&mut *tx)
-            .await
-            .map_err(backend)?;
+            .await?;
         if locked.is_none() {
             // Erased or purged meanwhile by another transaction.
             return Err(StoreError::NotFound);
@@ -78,9 +71,8 @@ impl PostgresStore {
             .bind(notify::CHANNEL)
             .bind(notify::erased(&self.instance, cid))
             .execute(&mut *tx)
-            .await
-            .map_err(backend)?;
-        tx.commit().await.map_err(backend)?;
+            .await?;
+        tx.commit().await?;
         Ok(())
     }
 
@@ -88,12 +80,10 @@ impl PostgresStore {
     pub(super) async fn purge_pass(&self, now_ms: i64) -> StoreResult<u64> {
         let bots: Vec<(String, i64)> = sqlx::query("SELECT id, retention_ms FROM chatbots")
             .fetch_all(&self.pool)
-            .await
-            .map_err(backend)?
+            .await?
             .iter()
             .map(|r| Ok((r.try_get(0)?, r.try_get(1)?)))
-            .collect::<Result<_, sqlx::Error>>()
-            .map_err(backend)?;
+            .collect::<Result<_, sqlx::Error>>()?;
         let mut deleted = 0u64;
         for (bot, retention_ms) in bots {
             let before = now_ms.saturating_sub(retention_ms);
@@ -102,7 +92,7 @@ impl PostgresStore {
             let mut after = (i64::MIN, String::new());
             loop {
                 let began = Instant::now();
-                let mut tx = self.pool.begin().await.map_err(backend)?;
+                let mut tx = self.pool.begin().await?;
                 // Locked, skipping any another instance's purge or a new
                 // event holds.
                 let rows = sqlx::query(
@@ -116,21 +106,16 @@ impl PostgresStore {
                 .bind(&after.1)
                 .bind(PURGE_BATCH as i64)
                 .fetch_all(&mut *tx)
-                .await
-                .map_err(backend)?;
+                .await?;
                 let Some(last) = rows.last() else {
                     break;
                 };
-                after = (
-                    last.try_get(0).map_err(backend)?,
-                    last.try_get(1).map_err(backend)?,
-                );
+                after = (last.try_get(0)?, last.try_get(1)?);
                 let full = rows.len() == PURGE_BATCH;
                 let mut ids: Vec<String> = rows
                     .iter()
                     .map(|r| r.try_get(1))
-                    .collect::<Result<_, sqlx::Error>>()
-                    .map_err(backend)?;
+                    .collect::<Result<_, sqlx::Error>>()?;
                 // Read after the locks (a fresh snapshot): an event
                 // committed just before them keeps its conversation.
                 let kept: Vec<String> = sqlx::query_scalar(
@@ -139,13 +124,12 @@ impl PostgresStore {
                 )
                 .bind(&ids)
                 .fetch_all(&mut *tx)
-                .await
-                .map_err(backend)?;
+                .await?;
                 ids.retain(|id| !kept.contains(id));
                 if !ids.is_empty() {
                     delete_conversations(&mut tx, &ids).await?;
                 }
-                tx.commit().await.map_err(backend)?;
+                tx.commit().await?;
                 deleted += ids.len() as u64;
                 if !full {
                     break;

@@ -327,7 +327,7 @@ impl Queue for PostgresStore {
             )
             .fetch_one(&self.pool)
             .await
-            .map_err(backend)
+            .map_err(StoreError::from)
         })
     }
     fn queue_stats(&self) -> BoxFut<'_, StoreResult<QueueStats>> {

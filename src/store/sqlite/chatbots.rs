@@ -11,7 +11,7 @@ impl Accounts for SqliteStore {
                 params![key, init],
             )?;
             c.query_row("SELECT value FROM meta WHERE key = ?1", [key], |r| r.get(0))
-                .map_err(backend)
+                .map_err(StoreError::from)
         }))
     }
 

@@ -4,7 +4,7 @@
 use rusqlite::{Connection, OptionalExtension, params};
 use serde_json::Value;
 
-use super::{CHATBOT_COL_COUNT, CHATBOT_COLS_OF_B, backend, chatbot_row, status_col, writer_cache};
+use super::{CHATBOT_COL_COUNT, CHATBOT_COLS_OF_B, chatbot_row, status_col, writer_cache};
 use crate::domain::error::Rejection;
 use crate::domain::inbox::{self, Interaction, NewInteraction};
 use crate::domain::interact::Action;
@@ -84,7 +84,7 @@ pub fn of_message(c: &Connection, message_id: &str) -> StoreResult<Vec<Interacti
     ))?;
     s.query_map([message_id], row)
         .and_then(|rows| rows.collect())
-        .map_err(backend)
+        .map_err(StoreError::from)
 }
 
 /// The interactions an action on `msg` may concern: the pending and asked

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use rusqlite::{Connection, OptionalExtension, params};
 
-use super::{SqliteStore, backend, writer_cache};
+use super::{SqliteStore, writer_cache};
 use crate::lifecycle::pace;
 use crate::store::{PURGE_BATCH, StoreError, StoreResult};
 
@@ -41,9 +41,7 @@ const DELETES: &[&str] = &[
 /// Deletes conversation `id` with everything in it.
 fn delete_conversation(c: &Connection, id: &str) -> StoreResult<()> {
     for sql in DELETES {
-        c.prepare_cached(sql)
-            .and_then(|mut s| s.execute([id]))
-            .map_err(backend)?;
+        c.prepare_cached(sql).and_then(|mut s| s.execute([id]))?;
     }
     Ok(())
 }
@@ -53,7 +51,7 @@ fn has_undelivered(c: &Connection, id: &str) -> StoreResult<bool> {
         "SELECT EXISTS (SELECT 1 FROM events INDEXED BY events_active_by_conversation WHERE conversation_id = ?1 AND status IN ('pending', 'failed'))",
     )
     .and_then(|mut s| s.query_row([id], |r| r.get(0)))
-    .map_err(backend)
+    .map_err(StoreError::from)
 }
 
 impl SqliteStore {
@@ -65,7 +63,7 @@ impl SqliteStore {
                 let owner: Option<String> = c
                     .prepare_cached("SELECT chatbot_id FROM conversations WHERE id = ?1")
                     .and_then(|mut s| s.query_row([&cid], |r| r.get(0)).optional())
-                    .map_err(backend)?;
+                    ?;
                 if owner.as_deref() != Some(chatbot_id.as_str()) {
                     return Err(StoreError::NotFound);
                 }
@@ -77,7 +75,7 @@ impl SqliteStore {
                         s.query_map([&cid], |r| r.get(0))
                             .and_then(|rows| rows.collect())
                     })
-                    .map_err(backend)?;
+                    ?;
                 // Its messages, its conversation and its count of
                 // undelivered events are in the writer's caches.
                 writer_cache::clear();

@@ -59,7 +59,7 @@ impl Conversations for SqliteStore {
         &self,
         a: crate::domain::attachment::Attachment,
     ) -> BoxFut<'_, StoreResult<()>> {
-        Box::pin(self.write(move |c| attachments::insert(c, &a).map_err(backend)))
+        Box::pin(self.write(move |c| attachments::insert(c, &a).map_err(StoreError::from)))
     }
 
     fn get_attachment(
@@ -72,7 +72,7 @@ impl Conversations for SqliteStore {
 
     fn delete_attachment(&self, id: &str) -> BoxFut<'_, StoreResult<()>> {
         let id = id.to_string();
-        Box::pin(self.write(move |c| attachments::delete(c, &id).map_err(backend)))
+        Box::pin(self.write(move |c| attachments::delete(c, &id).map_err(StoreError::from)))
     }
 
     fn get_message(&self, id: &str) -> BoxFut<'_, StoreResult<Message>> {

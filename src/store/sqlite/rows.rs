@@ -58,7 +58,7 @@ pub(super) fn parse_message(doc: &str, created_ms: i64) -> rusqlite::Result<Mess
 }
 
 pub(super) fn to_doc(m: &Message) -> StoreResult<String> {
-    serde_json::to_string(m).map_err(backend)
+    serde_json::to_string(m).map_err(StoreError::from)
 }
 
 pub(super) fn load_message(conn: &Connection, id: &str) -> StoreResult<Message> {
