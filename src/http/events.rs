@@ -160,48 +160,34 @@ async fn redeliver_all(
     body: JsonBody,
 ) -> ApiResult<HttpResponse> {
     let mut check = Check::new(&body.0, &["status", "since"])?;
-    let status = match check.get("status") {
-        None => {
-            check.push(FieldError::new("/status", "required", "status is required"));
+    let refused = match check.get("status") {
+        None => Some(("required", "status is required")),
+        Some(Value::String(s))
+            if s == EventStatus::Dead.as_str() || s == EventStatus::Failed.as_str() =>
+        {
             None
         }
-        Some(Value::String(s)) if s == EventStatus::Dead.as_str() => Some(EventStatus::Dead),
-        Some(Value::String(s)) if s == EventStatus::Failed.as_str() => Some(EventStatus::Failed),
-        Some(_) => {
-            check.push(FieldError::new(
-                "/status",
-                "invalid_value",
-                "status is dead or failed",
-            ));
-            None
-        }
+        Some(_) => Some(("invalid_value", "status is dead or failed")),
     };
-    let since = match check.get("since") {
-        None => None,
-        Some(Value::String(s)) => {
-            let at = parse_rfc3339(s);
-            if at.is_none() {
-                check.push(FieldError::new(
-                    "/since",
-                    "invalid_timestamp",
-                    "since is an RFC 3339 timestamp",
-                ));
-            }
-            at
-        }
-        Some(_) => {
-            check.push(FieldError::new(
-                "/since",
-                "invalid_type",
-                "since is an RFC 3339 timestamp string",
-            ));
-            None
-        }
-    };
-    check.finish()?;
-    let Some(status) = status else {
-        return Err(ApiError::internal("a checked status"));
-    };
+    if let Some((code, message)) = refused {
+        check.push(FieldError::new("/status", code, message));
+    }
+    match check.get("since") {
+        None => {}
+        Some(Value::String(s)) if parse_rfc3339(s).is_some() => {}
+        Some(Value::String(_)) => check.push(FieldError::new(
+            "/since",
+            "invalid_timestamp",
+            "since is an RFC 3339 timestamp",
+        )),
+        Some(_) => check.push(FieldError::new(
+            "/since",
+            "invalid_type",
+            "since is an RFC 3339 timestamp string",
+        )),
+    }
+    let views::RedeliverAll { status, since } = check.typed()?;
+    let since = since.as_deref().and_then(parse_rfc3339);
     let count = st
         .store
         .redeliver_all(&bot.0.id, status, since, st.now_ms())

@@ -9,6 +9,7 @@ use utoipa::ToSchema;
 use utoipa::openapi::{ArrayBuilder, ObjectBuilder, Ref, RefOr, Schema};
 
 use crate::domain::model::Person;
+use crate::domain::status::EventStatus;
 
 /// A `$ref` to a component that `openapi.rs` puts in from `schemas/`.
 fn component(name: &str) -> RefOr<Schema> {
@@ -293,10 +294,10 @@ pub struct ChatbotPage {
 /// `POST /api/v1/events/redeliver`: every such event of the chatbot again.
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
-#[allow(dead_code)]
 pub struct RedeliverAll {
     /// `dead` or `failed`.
-    pub status: String,
+    #[schema(value_type = String)]
+    pub status: EventStatus,
     /// Only events created at or after this time (RFC 3339).
     pub since: Option<String>,
 }

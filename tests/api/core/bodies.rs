@@ -11,6 +11,14 @@ fn has(errs: &[(String, String)], field: &str, code: &str) -> bool {
     errs.contains(&(field.to_string(), code.to_string()))
 }
 
+/// Asserts that the 422 `v` names every `(field, code)` of `expected`.
+fn names_all(v: &serde_json::Value, expected: &[(&str, &str)]) {
+    let errs = field_errors(v);
+    for (field, code) in expected {
+        assert!(has(&errs, field, code), "{field} {code} in {errs:?}");
+    }
+}
+
 store_test! {
 async fn one_422_names_every_bad_key_and_nothing_is_applied() {
     let app = spawn_app().await;
@@ -31,17 +39,21 @@ async fn one_422_names_every_bad_key_and_nothing_is_applied() {
         "validation_failed",
     )
     .await;
-    let errs = field_errors(&v);
-    assert!(has(&errs, "/reason", "unknown_field"), "{errs:?}");
-    assert!(has(&errs, "/member/nick", "unknown_field"), "{errs:?}");
-    assert!(has(&errs, "/member/id", "required"), "{errs:?}");
+    names_all(
+        &v,
+        &[
+            ("/reason", "unknown_field"),
+            ("/member/nick", "unknown_field"),
+            ("/member/id", "required"),
+        ],
+    );
     let v = problem(
         app.post(&takeover, &bot.api_key, &json!({"member": "Ann"})).await,
         422,
         "validation_failed",
     )
     .await;
-    assert!(has(&field_errors(&v), "/member", "invalid_type"), "{v}");
+    names_all(&v, &[("/member", "invalid_type")]);
     // Nothing was taken over: the buttons still answer a click.
     let mid = msg["id"].as_str().unwrap();
     let r = app
@@ -65,9 +77,10 @@ async fn one_422_names_every_bad_key_and_nothing_is_applied() {
         "validation_failed",
     )
     .await;
-    let errs = field_errors(&v);
-    assert!(has(&errs, "/display_name", "required"), "{errs:?}");
-    assert!(has(&errs, "/colour", "unknown_field"), "{errs:?}");
+    names_all(
+        &v,
+        &[("/display_name", "required"), ("/colour", "unknown_field")],
+    );
 
     // A chatbot change with four bad keys changes nothing.
     let path = format!("/api/v1/chatbots/{}", bot.id);
@@ -83,15 +96,15 @@ async fn one_422_names_every_bad_key_and_nothing_is_applied() {
         "validation_failed",
     )
     .await;
-    let errs = field_errors(&v);
-    for (field, code) in [
-        ("/name", "required"),
-        ("/endpoint_disabled", "invalid_type"),
-        ("/retention", "too_small"),
-        ("/x", "unknown_field"),
-    ] {
-        assert!(has(&errs, field, code), "{field} {code} in {errs:?}");
-    }
+    names_all(
+        &v,
+        &[
+            ("/name", "required"),
+            ("/endpoint_disabled", "invalid_type"),
+            ("/retention", "too_small"),
+            ("/x", "unknown_field"),
+        ],
+    );
     let after = json_of(app.get(&path, ADMIN_TOKEN).await, 200).await;
     assert_eq!(after["name"], bot.json["name"], "{after}");
 
@@ -110,16 +123,16 @@ async fn one_422_names_every_bad_key_and_nothing_is_applied() {
         "validation_failed",
     )
     .await;
-    let errs = field_errors(&v);
-    for (field, code) in [
-        ("/message", "required"),
-        ("/title", "invalid_type"),
-        ("/wait", "invalid_type"),
-        ("/options/0/label", "invalid_type"),
-        ("/options/1/id", "required"),
-    ] {
-        assert!(has(&errs, field, code), "{field} {code} in {errs:?}");
-    }
+    names_all(
+        &v,
+        &[
+            ("/message", "required"),
+            ("/title", "invalid_type"),
+            ("/wait", "invalid_type"),
+            ("/options/0/label", "invalid_type"),
+            ("/options/1/id", "required"),
+        ],
+    );
     let after = count(json_of(app.get("/api/v1/interactions", &bot.api_key).await, 200).await);
     assert_eq!(after, before);
 }
