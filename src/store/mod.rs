@@ -1,6 +1,7 @@
 //! The storage seam. Handlers and the delivery worker see only [`Store`];
 //! `sqlite` implements it with one group-committing writer thread.
 
+pub mod cache;
 pub mod postgres;
 pub mod script;
 pub mod sqlite;

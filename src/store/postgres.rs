@@ -47,7 +47,12 @@ pub struct PostgresStore {
     _listening: Option<notify::Listening>,
     /// Group commit of clicks and submits (see [`batch`]).
     clicks: batch::Batcher,
+    /// Visitor tokens read (see [`crate::store::cache`]): emptied by this
+    /// instance's changes and by the ones it hears of.
+    visitors: Arc<Visitors>,
 }
+
+pub type Visitors = crate::store::cache::ReadCache<(Conversation, AllowedOrigins)>;
 
 fn backend(e: impl std::fmt::Display) -> StoreError {
     StoreError::Backend(e.to_string())
@@ -104,6 +109,7 @@ impl PostgresStore {
             instance,
             _listening: None,
             clicks,
+            visitors: Arc::new(Visitors::new(crate::store::cache::VISITOR_ROWS)),
         };
         store.migrate().await?;
         store._listening = Some(
@@ -112,6 +118,7 @@ impl PostgresStore {
                 store.pool.clone(),
                 store.hub.clone(),
                 store.instance.clone(),
+                store.visitors.clone(),
             )
             .await?,
         );
@@ -144,6 +151,19 @@ impl PostgresStore {
         if due {
             self.hub.new_events.notify_one();
         }
+        Ok(())
+    }
+
+    /// Says in `tx` that visitor tokens may read otherwise once it commits
+    /// (a takeover, a chatbot's change, a purge): every instance empties its
+    /// cache of them. Sent whether or not another instance is known to
+    /// listen: such changes are rare, and one just started must hear them.
+    async fn tokens_changed(&self, tx: &mut Tx<'_>) -> StoreResult<()> {
+        sqlx::query("SELECT pg_notify($1, $2)")
+            .bind(notify::CHANNEL)
+            .bind(notify::tokens(&self.instance))
+            .execute(&mut **tx)
+            .await?;
         Ok(())
     }
 

@@ -19,7 +19,6 @@ use crate::domain::origins::AllowedOrigins;
 use crate::hub::Hub;
 
 mod attachments;
-mod cache;
 mod chatbots;
 mod checkpoint;
 mod claims;
@@ -49,8 +48,6 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../migrations/sqlite/0006_attachments.sql"),
 ];
 const MAX_BATCH: usize = 512;
-/// Visitor tokens kept by the read cache.
-const CACHED_ROWS: std::num::NonZeroUsize = std::num::NonZeroUsize::new(16_384).unwrap();
 /// Statements kept prepared per connection (the writer runs about 30).
 const STATEMENT_CACHE: usize = 128;
 /// WAL pages past which the writer checkpoints by itself, should the
@@ -68,7 +65,7 @@ pub struct SqliteStore {
     /// Leased deliveries and the hot queue (see `claims`).
     claims: Arc<Mutex<claims::Claims>>,
     /// Conversations by visitor-token hash, read by every widget request.
-    visitors: cache::ReadCache<(Conversation, AllowedOrigins)>,
+    visitors: super::cache::ReadCache<(Conversation, AllowedOrigins)>,
     hub: Arc<Hub>,
 }
 
@@ -161,7 +158,7 @@ impl SqliteStore {
             writer: tx,
             readers: Mutex::new(Vec::new()),
             claims,
-            visitors: cache::ReadCache::new(CACHED_ROWS),
+            visitors: super::cache::ReadCache::new(super::cache::VISITOR_ROWS),
             hub,
         })
     }

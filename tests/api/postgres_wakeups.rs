@@ -350,16 +350,97 @@ async fn an_erasure_on_a_refuses_the_token_on_b_and_ends_its_stream_there() {
         .unwrap();
     assert_eq!(r.status(), 204);
     let erased = Instant::now();
-    assert_eq!(
-        b.get(&messages, &conv.token).await.status(),
-        401,
-        "B refuses the token at once"
-    );
+    // B read the token before (and keeps what it read): it forgets it on
+    // hearing the erasure.
+    refused_within(PROMPT, || async {
+        b.get(&messages, &conv.token).await.status() == 401
+    })
+    .await
+    .expect("B refuses the token");
     // Without the erasure heard, B's stream would go on with a keep-alive
     // every 2 s (and look in the store every 1 s, finding nothing new).
     assert!(stream.ended(WAIT).await, "B's stream ended");
     let took = erased.elapsed();
     assert!(took < PROMPT, "B's stream ended after {took:?}");
+}
+
+/// Polls `refused` until true; how long it took, or `None` after `within`.
+async fn refused_within<F, Fut>(within: Duration, refused: F) -> Option<Duration>
+where
+    F: Fn() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let began = Instant::now();
+    while began.elapsed() < within {
+        if refused().await {
+            return Some(began.elapsed());
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    None
+}
+
+/// A visitor token B has read (and keeps: its conversation and the
+/// chatbot's allowed origins) is read again once A changes what it stands
+/// for (here the chatbot's allowed origins; a takeover, an erasure and
+/// the purge say so the same way).
+#[actix_web::test]
+async fn a_change_on_a_of_what_a_token_stands_for_is_seen_on_b() {
+    let (a, b) = two_instances(|_| {}).await;
+    let rx = Receiver::start().await;
+    let shop = "https://shop.example";
+    let r = a
+        .post(
+            "/api/v1/chatbots",
+            ADMIN_TOKEN,
+            &json!({"name": "Shop bot", "webhook_url": rx.url, "allowed_origins": [shop]}),
+        )
+        .await;
+    assert_eq!(r.status(), 201);
+    let v: Value = r.json().await.unwrap();
+    let bot_id = v["id"].as_str().unwrap().to_string();
+    let r = a
+        .client
+        .post(a.url(&format!("/widget/v1/chatbots/{bot_id}/conversations")))
+        .header("Origin", shop)
+        .json(&json!({}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 201);
+    let v: Value = r.json().await.unwrap();
+    let (cid, token) = (
+        v["conversation_id"].as_str().unwrap().to_string(),
+        v["visitor_token"].as_str().unwrap().to_string(),
+    );
+    let messages = b.url(&format!("/widget/v1/conversations/{cid}/messages"));
+    let from_shop = || async {
+        b.client
+            .get(&messages)
+            .header("Origin", shop)
+            .bearer_auth(&token)
+            .send()
+            .await
+            .unwrap()
+            .status()
+            .as_u16()
+    };
+    for _ in 0..3 {
+        assert_eq!(from_shop().await, 200, "B takes the token from the shop");
+    }
+    let r = a
+        .client
+        .patch(a.url(&format!("/api/v1/chatbots/{bot_id}")))
+        .bearer_auth(ADMIN_TOKEN)
+        .json(&json!({"allowed_origins": ["https://elsewhere.example"]}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let took = refused_within(PROMPT, || async { from_shop().await == 403 })
+        .await
+        .expect("B refuses the shop's origin once A changed the chatbot's");
+    eprintln!("origins changed on A, refused on B after {took:?}");
 }
 
 /// An answer committed while the other instance's listening connection is

@@ -70,6 +70,7 @@ impl Accounts for PostgresStore {
                 Some((s, u)) => (Some(s.clone()), Some(*u)),
                 None => (None, None),
             };
+            let mut tx = self.pool.begin().await?;
             let n = sqlx::query(
                 "UPDATE chatbots SET name = $2, webhook_url = $3, retention_ms = $4, signing_secret = $5,
                  previous_secret = $6, previous_until = $7, endpoint_disabled = $8, allowed_origins = $9 WHERE id = $1",
@@ -83,19 +84,23 @@ impl Accounts for PostgresStore {
             .bind(until)
             .bind(b.endpoint_disabled as i64)
             .bind(b.allowed_origins.to_stored())
-            .execute(&self.pool)
+            .execute(&mut *tx)
             .await?
             .rows_affected();
             if n == 0 {
                 return Err(StoreError::NotFound);
             }
+            // Cached visitor tokens carry the chatbot's allowed origins.
+            self.tokens_changed(&mut tx).await?;
+            let mut notes = notify::Notes::new(&self.instance);
+            if !b.endpoint_disabled {
+                notes.due();
+            }
+            notes.send(&mut tx).await?;
+            tx.commit().await?;
+            self.visitors.invalidate();
             if !b.endpoint_disabled {
                 self.hub.new_events.notify_one();
-                let mut notes = notify::Notes::new(&self.instance);
-                notes.due();
-                let mut tx = self.pool.begin().await?;
-                notes.send(&mut tx).await?;
-                tx.commit().await?;
             }
             Ok(())
         })
@@ -139,7 +144,12 @@ impl Accounts for PostgresStore {
         token_hash: &str,
     ) -> BoxFut<'_, StoreResult<(Conversation, AllowedOrigins)>> {
         let h = token_hash.to_string();
+        let cached = self.visitors.get(token_hash);
         Box::pin(async move {
+            let generation = match cached {
+                Ok(v) => return Ok(v),
+                Err(generation) => generation,
+            };
             let row = sqlx::query(
                 "SELECT c.id, c.chatbot_id, c.visitor_id, c.visitor_name, c.taken_over_by, c.created_at, b.allowed_origins
                  FROM conversations c JOIN chatbots b ON b.id = c.chatbot_id WHERE c.token_hash = $1",
@@ -152,7 +162,9 @@ impl Accounts for PostgresStore {
             };
             let conv = conversation_row(&r)?;
             let origins = AllowedOrigins::from_stored(r.try_get::<&str, _>(6)?);
-            Ok((conv, origins))
+            let v = (conv, origins);
+            self.visitors.put(generation, &h, &v);
+            Ok(v)
         })
     }
 

@@ -73,6 +73,7 @@ impl PostgresStore {
             .execute(&mut *tx)
             .await?;
         tx.commit().await?;
+        self.visitors.invalidate();
         Ok(())
     }
 
@@ -128,8 +129,12 @@ impl PostgresStore {
                 ids.retain(|id| !kept.contains(id));
                 if !ids.is_empty() {
                     delete_conversations(&mut tx, &ids).await?;
+                    self.tokens_changed(&mut tx).await?;
                 }
                 tx.commit().await?;
+                if !ids.is_empty() {
+                    self.visitors.invalidate();
+                }
                 deleted += ids.len() as u64;
                 if !full {
                     break;

@@ -13,7 +13,10 @@ impl Conversations for PostgresStore {
         Box::pin(async move {
             let mut tx = self.pool.begin().await?;
             let announce = script::messages::take_over(&mut tx, &cid, &member, now_ms).await?;
-            self.commit_announcing(tx, announce, false).await
+            self.tokens_changed(&mut tx).await?;
+            self.commit_announcing(tx, announce, false).await?;
+            self.visitors.invalidate();
+            Ok(())
         })
     }
 

@@ -14,14 +14,18 @@
 //! `{instance}\ta\t{chatbot}\t{interaction}\t{kind}\t{data}` (an inbox
 //! change), `{instance}\tx\t{conversation}` (an erasure committed: the
 //! conversation's streams end, its claimed deliveries are dropped),
+//! `{instance}\tv` (visitor tokens may read otherwise: a takeover, a
+//! chatbot's change, a purge; every instance empties its cache of them),
 //! `{instance}\tj` (that instance started listening: see [`Instance`]; an
-//! instance that hears of no other sends only these and erasures).
+//! instance that hears of no other sends only these, erasures and token
+//! changes).
 //! `kind` and `data` are left empty when they would make the
 //! payload longer than PostgreSQL takes; the listener then reads the row.
 //! JSON text never holds a raw tab, so `data` is the rest of the line.
 //!
-//! A lost listening connection may have missed notifications: once it is
-//! back, the listener wakes the claim loops and re-reads the inbox changes
+//! A lost listening connection may have missed notifications: its visitor
+//! token cache keeps nothing until it is back and starts empty; once back,
+//! the listener wakes the claim loops and re-reads the inbox changes
 //! since a little before the loss (widget streams re-read the store on
 //! their own safety-net poll, ask waiters on theirs).
 
@@ -32,7 +36,7 @@ use std::time::Duration;
 use sqlx::postgres::{PgConnectOptions, PgListener, PgPool, PgPoolOptions};
 use sqlx::{Postgres, Row, Transaction};
 
-use super::inbox;
+use super::{Visitors, inbox};
 use crate::domain::status::InteractionStatus;
 use crate::hub::{ApiEvent, Hub};
 use crate::store::{StoreResult, StreamEvent};
@@ -204,6 +208,11 @@ pub fn erased(instance: &Instance, conversation: &str) -> String {
     format!("{}\tx\t{conversation}", instance.id)
 }
 
+/// The payload of a change of visitor tokens (see [`super::PostgresStore::tokens_changed`]).
+pub fn tokens(instance: &Instance) -> String {
+    format!("{}\tv", instance.id)
+}
+
 fn line(instance: &str, tag: char, a: &str, b: &str, kind: &str, data: &str) -> String {
     let full = format!("{instance}\t{tag}\t{a}\t{b}\t{kind}\t{data}");
     if full.len() <= MAX_PAYLOAD {
@@ -219,6 +228,7 @@ enum Heard<'a> {
     Due,
     /// Another instance started listening.
     Joined,
+    Tokens,
     Erased(&'a str),
     Stream {
         conversation: &'a str,
@@ -244,6 +254,9 @@ fn parse<'a>(own: &str, payload: &'a str) -> Option<Heard<'a>> {
     }
     if tag == "j" {
         return Some(Heard::Joined);
+    }
+    if tag == "v" {
+        return Some(Heard::Tokens);
     }
     if tag == "x" {
         return Some(Heard::Erased(f.next()?));
@@ -280,6 +293,15 @@ fn api_kind(status: InteractionStatus) -> &'static str {
 /// dropped.
 pub struct Listening([tokio::task::AbortHandle; 2]);
 
+/// What the listener keeps up to date.
+#[derive(Clone)]
+struct Ears {
+    pool: PgPool,
+    hub: Arc<Hub>,
+    me: Instance,
+    visitors: Arc<Visitors>,
+}
+
 impl Drop for Listening {
     fn drop(&mut self) {
         for t in &self.0 {
@@ -295,13 +317,20 @@ pub async fn listen(
     pool: PgPool,
     hub: Arc<Hub>,
     me: Instance,
+    visitors: Arc<Visitors>,
 ) -> StoreResult<Listening> {
     let own = PgPoolOptions::new()
         .max_connections(1)
         .connect_lazy_with(opts.clone().application_name(LISTENER));
     let listener = subscribe(&own, &pool, &me).await?;
     let counting = tokio::spawn(count_peers(pool.clone(), me.clone()));
-    let task = tokio::spawn(run(own, listener, pool, hub, me));
+    let ears = Ears {
+        pool,
+        hub,
+        me,
+        visitors,
+    };
+    let task = tokio::spawn(run(own, listener, ears));
     Ok(Listening([task.abort_handle(), counting.abort_handle()]))
 }
 
@@ -335,33 +364,42 @@ async fn count_peers(pool: PgPool, me: Instance) {
     }
 }
 
-async fn run(own: PgPool, mut listener: PgListener, pool: PgPool, hub: Arc<Hub>, me: Instance) {
+async fn run(own: PgPool, mut listener: PgListener, ears: Ears) {
+    let Ears {
+        pool,
+        hub,
+        me,
+        visitors,
+    } = &ears;
     loop {
         match listener.try_recv().await {
             Ok(Some(n)) => {
                 if let Some(h) = parse(&me.id, n.payload()) {
-                    heard(&pool, &hub, &me, h).await;
+                    heard(&ears, h).await;
                 }
             }
             // Lost, and listening again (sqlx reconnects before saying so).
             Ok(None) => {
                 tracing::warn!("the listening connection to PostgreSQL was lost; listening again");
-                if let Err(e) = join(&mut listener, &pool, &me).await {
+                visitors.invalidate();
+                if let Err(e) = join(&mut listener, pool, me).await {
                     tracing::warn!(error = %e, "cannot tell the other instances this one listens again");
                 }
-                resync(&pool, &hub, crate::domain::time::now_ms()).await;
+                resync(pool, hub, crate::domain::time::now_ms()).await;
             }
             Err(e) => {
                 let lost_at = crate::domain::time::now_ms();
+                visitors.deaf();
                 tracing::warn!(error = %e, "the listening connection to PostgreSQL failed");
                 listener = loop {
                     tokio::time::sleep(Duration::from_millis(500)).await;
-                    match subscribe(&own, &pool, &me).await {
+                    match subscribe(&own, pool, me).await {
                         Ok(l) => break l,
                         Err(e) => tracing::warn!(error = %e, "cannot listen on PostgreSQL yet"),
                     }
                 };
-                resync(&pool, &hub, lost_at).await;
+                visitors.hearing();
+                resync(pool, hub, lost_at).await;
             }
         }
     }
@@ -369,11 +407,16 @@ async fn run(own: PgPool, mut listener: PgListener, pool: PgPool, hub: Arc<Hub>,
 
 /// Raises the in-process signal a notification stands for, reading the row
 /// when the payload could not hold it.
-async fn heard(pool: &PgPool, hub: &Hub, me: &Instance, h: Heard<'_>) {
+async fn heard(ears: &Ears, h: Heard<'_>) {
+    let (pool, hub) = (&ears.pool, &ears.hub);
     match h {
         Heard::Due => hub.new_events.notify_one(),
-        Heard::Joined => me.joined(),
-        Heard::Erased(conversation) => hub.erased.announce(conversation),
+        Heard::Joined => ears.me.joined(),
+        Heard::Tokens => ears.visitors.invalidate(),
+        Heard::Erased(conversation) => {
+            ears.visitors.invalidate();
+            hub.erased.announce(conversation)
+        }
         Heard::Stream {
             conversation,
             seq,
@@ -534,6 +577,7 @@ mod tests {
         let x = erased(&me, "cnv_9");
         assert_eq!(parse(&i1, &x), None);
         assert_eq!(parse("i2", &x), Some(Heard::Erased("cnv_9")));
+        assert_eq!(parse("i2", &tokens(&me)), Some(Heard::Tokens));
     }
 
     #[test]
