@@ -37,6 +37,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../migrations/postgres/0003_lifecycle.sql"),
     include_str!("../../migrations/postgres/0004_attempt_headers.sql"),
     include_str!("../../migrations/postgres/0005_attachments.sql"),
+    include_str!("../../migrations/postgres/0006_fillfactor.sql"),
 ];
 
 pub struct PostgresStore {

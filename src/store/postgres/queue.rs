@@ -223,7 +223,8 @@ impl Queue for PostgresStore {
             // The chatbot's row comes with its claimed events (the
             // delivery needs its URL and secrets): one round trip, not two.
             let q = format!(
-                "WITH claimed AS (
+                "WITH unflushed AS (SELECT set_config('synchronous_commit', 'off', true)),
+                 claimed AS (
                    UPDATE events SET leased_until = $2 WHERE seq IN (
                     SELECT e.seq FROM events e
                     WHERE e.is_head = 1 AND e.status IN ('pending', 'failed')
@@ -234,7 +235,7 @@ impl Queue for PostgresStore {
                     FOR UPDATE SKIP LOCKED)
                    RETURNING seq, id, chatbot_id, conversation_id, payload, attempts, attempt_base)
                  SELECT {}, c.seq, c.id, c.chatbot_id, c.conversation_id, c.payload, c.attempts, c.attempt_base
-                 FROM claimed c LEFT JOIN chatbots b ON b.id = c.chatbot_id",
+                 FROM claimed c LEFT JOIN chatbots b ON b.id = c.chatbot_id CROSS JOIN unflushed",
                 CHATBOT_COLS
                     .split(", ")
                     .map(|col| format!("b.{col}"))
@@ -284,6 +285,13 @@ impl Queue for PostgresStore {
     fn record_attempts(&self, records: Vec<AttemptRecord>) -> BoxFut<'_, StoreResult<()>> {
         Box::pin(async move {
             let mut tx = self.pool.begin().await?;
+            // What an attempt did is not accepted work: a record lost with
+            // the database's last moments sends its event again (at least
+            // once, the same event_id), so its commit does not wait for the
+            // disk (see docs/DECISIONS.md).
+            sqlx::query("SET LOCAL synchronous_commit = off")
+                .execute(&mut *tx)
+                .await?;
             let promoted = if settable(&records) {
                 record_set(&mut tx, &records).await?
             } else {
