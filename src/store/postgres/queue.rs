@@ -110,17 +110,20 @@ pub(super) async fn record_one(tx: &mut Tx<'_>, rec: &AttemptRecord) -> StoreRes
 /// (one statement cannot update a row twice) and no endpoint to disable.
 pub(super) fn settable(records: &[AttemptRecord]) -> bool {
     let mut seen = std::collections::HashSet::with_capacity(records.len());
-    records.len() > 1
-        && records
-            .iter()
-            .all(|r| r.next != AttemptNext::EndpointGone && seen.insert(r.event_id.as_str()))
+    records
+        .iter()
+        .all(|r| r.next != AttemptNext::EndpointGone && seen.insert(r.event_id.as_str()))
 }
 
-/// Records a batch in four statements whatever its size (one per record
-/// and step measured as most of PostgreSQL's CPU per delivery): the
-/// conversations whose event ends are locked in one order, the attempts
-/// inserted, the events updated, and each such conversation's next event
-/// promoted to head. Same effect as [`record_one`] for each record.
+/// Records a batch in two statements whatever its size (each round trip
+/// measured as most of PostgreSQL's CPU for a lone delivery): the
+/// conversations whose event ends are locked in one order (which waits for
+/// a click inserting an event into one of them), then one statement, with
+/// a snapshot taken after the locks, inserts the attempts, updates the
+/// events and promotes each such conversation's next event to head: the
+/// earliest undelivered one that is not in the batch (the statement sees
+/// the batch's events as they were before it). Same effect as
+/// [`record_one`] for each record; true when an event became head.
 pub(super) async fn record_set(tx: &mut Tx<'_>, records: &[AttemptRecord]) -> StoreResult<bool> {
     let n = records.len();
     let mut headers = Vec::with_capacity(n);
@@ -164,14 +167,30 @@ pub(super) async fn record_set(tx: &mut Tx<'_>, records: &[AttemptRecord]) -> St
             .execute(&mut **tx)
             .await?;
     }
-    sqlx::query(
-        "INSERT INTO attempts (event_id, number, at, status_code, duration_ms, error, response_excerpt, request_headers)
-         SELECT u.* FROM UNNEST($1::text[], $2::bigint[], $3::bigint[], $4::bigint[], $5::bigint[], $6::text[], $7::text[], $8::text[])
-           AS u(event_id, number, at, status_code, duration_ms, error, response_excerpt, request_headers)
-         WHERE EXISTS (SELECT 1 FROM events e WHERE e.id = u.event_id)
-         ON CONFLICT (event_id, number) DO UPDATE SET at = EXCLUDED.at, status_code = EXCLUDED.status_code,
-           duration_ms = EXCLUDED.duration_ms, error = EXCLUDED.error, response_excerpt = EXCLUDED.response_excerpt,
-           request_headers = EXCLUDED.request_headers",
+    let promoted: i64 = sqlx::query_scalar(
+        "WITH unflushed AS MATERIALIZED (SELECT set_config('synchronous_commit', 'off', true)),
+         attempted AS (
+           INSERT INTO attempts (event_id, number, at, status_code, duration_ms, error, response_excerpt, request_headers)
+           SELECT u.* FROM UNNEST($1::text[], $2::bigint[], $3::bigint[], $4::bigint[], $5::bigint[], $6::text[], $7::text[], $8::text[])
+             AS u(event_id, number, at, status_code, duration_ms, error, response_excerpt, request_headers)
+           WHERE EXISTS (SELECT 1 FROM events e WHERE e.id = u.event_id)
+           ON CONFLICT (event_id, number) DO UPDATE SET at = EXCLUDED.at, status_code = EXCLUDED.status_code,
+             duration_ms = EXCLUDED.duration_ms, error = EXCLUDED.error, response_excerpt = EXCLUDED.response_excerpt,
+             request_headers = EXCLUDED.request_headers
+         ), updated AS (
+           UPDATE events e SET status = u.status, attempts = GREATEST(e.attempts, u.number),
+             next_attempt_at = u.next, is_head = u.is_head, leased_until = 0
+           FROM UNNEST($1::text[], $9::text[], $2::bigint[], $10::bigint[], $11::bigint[]) AS u(id, status, number, next, is_head)
+           WHERE e.id = u.id
+         ), promoted AS (
+           UPDATE events SET is_head = 1 WHERE seq IN (
+             SELECT min(seq) FROM events
+             WHERE conversation_id = ANY($12) AND status IN ('pending', 'failed') AND NOT (id = ANY($1))
+             GROUP BY conversation_id)
+           AND is_head = 0
+           RETURNING 1
+         )
+         SELECT (SELECT count(*) FROM promoted) FROM unflushed",
     )
     .bind(&ids)
     .bind(&numbers)
@@ -181,34 +200,13 @@ pub(super) async fn record_set(tx: &mut Tx<'_>, records: &[AttemptRecord]) -> St
     .bind(&errors)
     .bind(&excerpts)
     .bind(&headers)
-    .execute(&mut **tx)
-    .await?;
-    sqlx::query(
-        "UPDATE events e SET status = u.status, attempts = GREATEST(e.attempts, u.number),
-           next_attempt_at = u.next, is_head = u.is_head, leased_until = 0
-         FROM UNNEST($1::text[], $2::text[], $3::bigint[], $4::bigint[], $5::bigint[]) AS u(id, status, number, next, is_head)
-         WHERE e.id = u.id",
-    )
-    .bind(&ids)
     .bind(&statuses)
-    .bind(&numbers)
     .bind(&nexts)
     .bind(&heads)
-    .execute(&mut **tx)
-    .await?;
-    if ended.is_empty() {
-        return Ok(false);
-    }
-    sqlx::query(
-        "UPDATE events SET is_head = 1 WHERE seq IN (
-            SELECT min(seq) FROM events WHERE conversation_id = ANY($1) AND status IN ('pending', 'failed')
-            GROUP BY conversation_id)
-         AND is_head = 0",
-    )
     .bind(&ended)
-    .execute(&mut **tx)
+    .fetch_one(&mut **tx)
     .await?;
-    Ok(true)
+    Ok(promoted > 0)
 }
 
 impl Queue for PostgresStore {
@@ -282,19 +280,19 @@ impl Queue for PostgresStore {
         })
     }
 
+    /// What an attempt did is not accepted work: a record lost with the
+    /// database's last moments sends its event again (at least once, the
+    /// same event_id), so its commit does not wait for the disk
+    /// (`synchronous_commit` off for this transaction; docs/DECISIONS.md).
     fn record_attempts(&self, records: Vec<AttemptRecord>) -> BoxFut<'_, StoreResult<()>> {
         Box::pin(async move {
             let mut tx = self.pool.begin().await?;
-            // What an attempt did is not accepted work: a record lost with
-            // the database's last moments sends its event again (at least
-            // once, the same event_id), so its commit does not wait for the
-            // disk (see docs/DECISIONS.md).
-            sqlx::query("SET LOCAL synchronous_commit = off")
-                .execute(&mut *tx)
-                .await?;
             let promoted = if settable(&records) {
                 record_set(&mut tx, &records).await?
             } else {
+                sqlx::query("SELECT set_config('synchronous_commit', 'off', true)")
+                    .execute(&mut *tx)
+                    .await?;
                 let mut promoted = false;
                 for rec in &records {
                     promoted |= record_one(&mut tx, rec).await?;
