@@ -22,24 +22,9 @@ pub fn options(url: &str) -> StoreResult<PgConnectOptions> {
 
 /// A pool of `size` connections; the first is opened now, so that a wrong
 /// URL, password or certificate fails the start.
-///
-/// Each connection plans a prepared statement once (a generic plan), not
-/// at every execution: PostgreSQL's default keeps planning a statement
-/// whose parameters are arrays (`= ANY($1)`, `UNNEST($1)`: a click batch's
-/// statements) anew each time, which measured as much PostgreSQL CPU as
-/// running them (docs/BENCHMARKS.md). Every statement here is a lookup by
-/// key or a bounded index scan, for which the generic plan is the plan.
 pub async fn pool(opts: &PgConnectOptions, size: u32) -> StoreResult<PgPool> {
     PgPoolOptions::new()
         .max_connections(size.max(1))
-        .after_connect(|conn, _| {
-            Box::pin(async move {
-                sqlx::query("SET plan_cache_mode = force_generic_plan")
-                    .execute(conn)
-                    .await
-                    .map(|_| ())
-            })
-        })
         .connect_with(opts.clone())
         .await
         .map_err(|e| explain(opts, &e))
