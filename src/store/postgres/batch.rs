@@ -203,14 +203,7 @@ async fn apply_set(
     let mut ids: Vec<&str> = reqs.iter().map(|r| r.message_id.as_str()).collect();
     ids.sort_unstable();
     ids.dedup();
-    let mut messages = lock_messages(&mut tx, &ids).await?;
-    let mut convs: Vec<&str> = messages
-        .values()
-        .map(|m| m.conversation_id.as_str())
-        .collect();
-    convs.sort_unstable();
-    convs.dedup();
-    let ctx = lock_conversations(&mut tx, &convs).await?;
+    let (mut messages, ctx) = lock_messages_and_conversations(&mut tx, &ids).await?;
     let mut interactions = pending_interactions(&mut tx, &ids).await?;
 
     let mut results: Results = (0..reqs.len()).map(|_| None).collect();
@@ -331,49 +324,48 @@ async fn apply_set(
     Ok(results)
 }
 
-async fn lock_messages(tx: &mut Tx<'_>, ids: &[&str]) -> StoreResult<HashMap<String, Message>> {
+/// Locks the messages (by conversation, then id) and then their
+/// conversations (by id), in one statement: the Sort under the outer lock
+/// takes every message row (each locked by the materialized part) before
+/// the first conversation is locked, so the order is the one every writer
+/// takes. A conversation changed since the statement began is read as
+/// committed (PostgreSQL rechecks a row it waited for).
+async fn lock_messages_and_conversations(
+    tx: &mut Tx<'_>,
+    ids: &[&str],
+) -> StoreResult<(HashMap<String, Message>, HashMap<String, ConvCtx>)> {
     let rows = sqlx::query(
-        "SELECT id, doc, created_at FROM messages WHERE id = ANY($1) AND deleted = 0
-         ORDER BY conversation_id, id FOR UPDATE",
+        "WITH m AS MATERIALIZED (
+           SELECT id, doc, created_at, conversation_id FROM messages WHERE id = ANY($1) AND deleted = 0
+           ORDER BY conversation_id, id FOR UPDATE)
+         SELECT m.id, m.doc, m.created_at, v.id, v.chatbot_id, b.retention_ms, v.created_at, v.taken_over_by
+         FROM m JOIN conversations v ON v.id = m.conversation_id JOIN chatbots b ON b.id = v.chatbot_id
+         ORDER BY v.id, m.id FOR UPDATE OF v",
     )
     .bind(ids)
     .fetch_all(&mut **tx)
     .await?;
     let mut messages = HashMap::with_capacity(rows.len());
+    let mut convs = HashMap::new();
     for r in &rows {
         let id: String = r.try_get(0)?;
         let m = parse_message(&r.try_get::<String, _>(1)?, r.try_get(2)?)?;
         messages.insert(id, m);
+        let cid: String = r.try_get(3)?;
+        if !convs.contains_key(&cid) {
+            let taken: Option<String> = r.try_get(7)?;
+            convs.insert(
+                cid,
+                ConvCtx {
+                    chatbot_id: r.try_get(4)?,
+                    retention_ms: r.try_get(5)?,
+                    created_at: r.try_get(6)?,
+                    taken_over: taken.is_some(),
+                },
+            );
+        }
     }
-    Ok(messages)
-}
-
-async fn lock_conversations(
-    tx: &mut Tx<'_>,
-    convs: &[&str],
-) -> StoreResult<HashMap<String, ConvCtx>> {
-    let rows = sqlx::query(
-        "SELECT v.id, v.chatbot_id, b.retention_ms, v.created_at, v.taken_over_by
-         FROM conversations v JOIN chatbots b ON b.id = v.chatbot_id
-         WHERE v.id = ANY($1) ORDER BY v.id FOR UPDATE OF v",
-    )
-    .bind(convs)
-    .fetch_all(&mut **tx)
-    .await?;
-    let mut out = HashMap::with_capacity(rows.len());
-    for r in rows {
-        let taken: Option<String> = r.try_get(4)?;
-        out.insert(
-            r.try_get(0)?,
-            ConvCtx {
-                chatbot_id: r.try_get(1)?,
-                retention_ms: r.try_get(2)?,
-                created_at: r.try_get(3)?,
-                taken_over: taken.is_some(),
-            },
-        );
-    }
-    Ok(out)
+    Ok((messages, convs))
 }
 
 /// The pending and asked interactions of the messages, locked, by message.
