@@ -451,51 +451,106 @@ async fn write(
             s_data.push(j.as_str());
         }
     }
-    let mut seqs: Vec<i64> = sqlx::query_scalar(
-        "WITH answered AS (
+    // Only the parts with rows to write: a statement of fewer parts is
+    // planned and run in less (PostgreSQL plans these anew each time; a
+    // click that answers nothing and changes no message is one insert).
+    let answering = !i_ids.is_empty();
+    let changing = !m_ids.is_empty();
+    let streaming = !s_convs.is_empty();
+    let sql = write_sql(answering, changing, streaming);
+    let mut q = sqlx::query_scalar::<_, i64>(&sql);
+    if answering {
+        q = q
+            .bind(&i_ids)
+            .bind(&statuses)
+            .bind(&responses)
+            .bind(&updated)
+            .bind(&at)
+            .bind(&specs);
+    }
+    if changing {
+        q = q.bind(&m_ids).bind(&docs);
+    }
+    q = q
+        .bind(&ids)
+        .bind(&bots)
+        .bind(&convs)
+        .bind(&types)
+        .bind(&payloads)
+        .bind(&created);
+    if streaming {
+        q = q.bind(&s_convs).bind(&s_data);
+    }
+    let mut seqs: Vec<i64> = q.fetch_all(&mut **tx).await?;
+    seqs.sort_unstable();
+    Ok(seqs)
+}
+
+/// The batch's statement with the parts it needs, parameters numbered in
+/// the order [`write`] binds them: answered interactions (6), changed
+/// messages (2), events (6, always), stream entries (2, whose sequence
+/// numbers it returns).
+fn write_sql(answering: bool, changing: bool, streaming: bool) -> String {
+    let mut n = 0;
+    let mut p = |k: usize| -> Vec<String> {
+        (0..k)
+            .map(|_| {
+                n += 1;
+                format!("${n}")
+            })
+            .collect()
+    };
+    let mut parts = Vec::new();
+    if answering {
+        let v = p(6);
+        parts.push(format!(
+            "answered AS (
            UPDATE interactions i SET status = u.status, response = u.response, updated_at = u.updated_at,
              answered_at = u.answered_at, spec = u.spec
-           FROM UNNEST($1::text[], $2::text[], $3::text[], $4::bigint[], $5::bigint[], $6::text[])
+           FROM UNNEST({}::text[], {}::text[], {}::text[], {}::bigint[], {}::bigint[], {}::text[])
              AS u(id, status, response, updated_at, answered_at, spec)
-           WHERE i.id = u.id RETURNING 1
-         ), changed AS (
-           UPDATE messages m SET doc = u.doc FROM UNNEST($7::text[], $8::text[]) AS u(id, doc)
-           WHERE m.id = u.id RETURNING 1
-         ), queued AS (
-           INSERT INTO events (id, chatbot_id, conversation_id, type, payload, created_at, status, attempts, next_attempt_at, is_head)
+           WHERE i.id = u.id RETURNING 1)",
+            v[0], v[1], v[2], v[3], v[4], v[5]
+        ));
+    }
+    if changing {
+        let v = p(2);
+        parts.push(format!(
+            "changed AS (
+           UPDATE messages m SET doc = u.doc FROM UNNEST({}::text[], {}::text[]) AS u(id, doc)
+           WHERE m.id = u.id RETURNING 1)",
+            v[0], v[1]
+        ));
+    }
+    let v = p(6);
+    let events = format!(
+        "INSERT INTO events (id, chatbot_id, conversation_id, type, payload, created_at, status, attempts, next_attempt_at, is_head)
            SELECT id, bot, conv, type, payload, created, 'pending', 0, created,
              CASE WHEN row_number() OVER (PARTITION BY conv ORDER BY ord) = 1
                     AND NOT EXISTS (SELECT 1 FROM events x WHERE x.conversation_id = u.conv AND x.status IN ('pending', 'failed'))
                   THEN 1 ELSE 0 END
-           FROM UNNEST($9::text[], $10::text[], $11::text[], $12::text[], $13::bytea[], $14::bigint[])
+           FROM UNNEST({}::text[], {}::text[], {}::text[], {}::text[], {}::bytea[], {}::bigint[])
              WITH ORDINALITY AS u(id, bot, conv, type, payload, created, ord)
-           ORDER BY ord RETURNING 1
-         )
-         INSERT INTO stream_events (conversation_id, kind, data)
-         SELECT conv, 'message.updated', data FROM UNNEST($15::text[], $16::text[]) WITH ORDINALITY AS u(conv, data, ord)
+           ORDER BY ord",
+        v[0], v[1], v[2], v[3], v[4], v[5]
+    );
+    let last = if streaming {
+        parts.push(format!("queued AS ({events} RETURNING 1)"));
+        let v = p(2);
+        format!(
+            "INSERT INTO stream_events (conversation_id, kind, data)
+         SELECT conv, 'message.updated', data FROM UNNEST({}::text[], {}::text[]) WITH ORDINALITY AS u(conv, data, ord)
          ORDER BY ord RETURNING seq",
-    )
-    .bind(&i_ids)
-    .bind(&statuses)
-    .bind(&responses)
-    .bind(&updated)
-    .bind(&at)
-    .bind(&specs)
-    .bind(&m_ids)
-    .bind(&docs)
-    .bind(&ids)
-    .bind(&bots)
-    .bind(&convs)
-    .bind(&types)
-    .bind(&payloads)
-    .bind(&created)
-    .bind(&s_convs)
-    .bind(&s_data)
-    .fetch_all(&mut **tx)
-    .await
-    ?;
-    seqs.sort_unstable();
-    Ok(seqs)
+            v[0], v[1]
+        )
+    } else {
+        events
+    };
+    if parts.is_empty() {
+        last
+    } else {
+        format!("WITH {}\n         {last}", parts.join(", "))
+    }
 }
 
 /// One click in a transaction of its own, as before group commit: for a
@@ -522,4 +577,25 @@ pub fn single(pool: PgPool, instance: Instance) -> Single {
         let (pool, instance) = (pool.clone(), instance.clone());
         Box::pin(async move { interact_single(&pool, &instance, req).await })
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::write_sql;
+
+    #[test]
+    fn each_statement_numbers_its_parameters_in_binding_order() {
+        for bits in 0..8u8 {
+            let (a, c, s) = (bits & 1 == 1, bits & 2 == 2, bits & 4 == 4);
+            let sql = write_sql(a, c, s);
+            let want = 6 * a as usize + 2 * c as usize + 6 + 2 * s as usize;
+            for k in 1..=want {
+                assert!(sql.contains(&format!("${k}::")), "{bits}: ${k} in {sql}");
+            }
+            assert!(!sql.contains(&format!("${}::", want + 1)), "{bits}: {sql}");
+            assert_eq!(sql.contains("interactions"), a);
+            assert_eq!(sql.contains("UPDATE messages"), c);
+            assert_eq!(sql.contains("RETURNING seq"), s);
+        }
+    }
 }
