@@ -352,17 +352,14 @@ async fn lock_messages_and_conversations(
         let m = parse_message(&r.try_get::<String, _>(1)?, r.try_get(2)?)?;
         messages.insert(id, m);
         let cid: String = r.try_get(3)?;
-        if !convs.contains_key(&cid) {
+        if let std::collections::hash_map::Entry::Vacant(e) = convs.entry(cid) {
             let taken: Option<String> = r.try_get(7)?;
-            convs.insert(
-                cid,
-                ConvCtx {
-                    chatbot_id: r.try_get(4)?,
-                    retention_ms: r.try_get(5)?,
-                    created_at: r.try_get(6)?,
-                    taken_over: taken.is_some(),
-                },
-            );
+            e.insert(ConvCtx {
+                chatbot_id: r.try_get(4)?,
+                retention_ms: r.try_get(5)?,
+                created_at: r.try_get(6)?,
+                taken_over: taken.is_some(),
+            });
         }
     }
     Ok((messages, convs))
