@@ -217,19 +217,21 @@ impl Dispatcher {
             // full one (a short one took all there were; whatever falls due
             // after it wakes the loop).
             let mut more = false;
+            let mut next_due = None;
             if free > 0 {
                 let now = now_ms();
                 let lease_until = now + lease.as_millis() as i64;
                 let size = self.claim_size(free);
                 match store.claim_due(now, lease_until, size, skip).await {
-                    Ok(batch) if self.stop_claiming.is_cancelled() => {
-                        self.release(batch.into_iter().map(|c| c.event_id).collect())
+                    Ok(claim) if self.stop_claiming.is_cancelled() => {
+                        self.release(claim.claimed.into_iter().map(|c| c.event_id).collect())
                             .await;
                         return;
                     }
-                    Ok(batch) => {
-                        more = batch.len() >= size;
-                        wanted |= self.dispatch(batch).await;
+                    Ok(claim) => {
+                        more = claim.claimed.len() >= size;
+                        next_due = claim.next_due_at;
+                        wanted |= self.dispatch(claim.claimed).await;
                     }
                     Err(e) => {
                         tracing::error!(error = %e, "claiming deliveries failed");
@@ -245,7 +247,7 @@ impl Dispatcher {
             if more {
                 continue;
             }
-            let wait = self.idle_wait(reopen).await;
+            let wait = self.idle_wait(reopen, next_due).await;
             tokio::select! {
                 _ = self.state.hub.new_events.notified() => {}
                 _ = tokio::time::sleep(wait) => {}
@@ -266,9 +268,14 @@ impl Dispatcher {
     /// How long to sleep when nothing could be claimed: until the next
     /// delivery falls due or a circuit lets a probe through, at most
     /// [`IDLE_POLL`]. A finished delivery or a new event wakes the loop.
-    async fn idle_wait(&self, reopen: Option<Instant>) -> Duration {
+    /// `known`: the time the claim just made reported, if it did.
+    async fn idle_wait(&self, reopen: Option<Instant>, known: Option<Option<i64>>) -> Duration {
         let now = now_ms();
-        let mut wait = match self.state.store.next_due_at().await {
+        let next = match known {
+            Some(at) => Ok(at),
+            None => self.state.store.next_due_at().await,
+        };
+        let mut wait = match next {
             Ok(Some(t)) if t > now => Duration::from_millis((t - now) as u64),
             _ => IDLE_POLL,
         }

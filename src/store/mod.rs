@@ -154,6 +154,17 @@ pub struct Claimed {
     pub bot: Option<std::sync::Arc<Chatbot>>,
 }
 
+/// What one claim took, and when it took fewer than asked, when the next
+/// delivery it left falls due (so that the claim loop need not ask).
+#[derive(Debug, Default)]
+pub struct Claim {
+    pub claimed: Vec<Claimed>,
+    /// `Some` after a short claim: the earliest time (ms) a delivery falls
+    /// due or its lease ends (`None` inside: no delivery is waiting). `None`
+    /// after a full claim, which the loop follows with another at once.
+    pub next_due_at: Option<Option<i64>>,
+}
+
 /// The outcome of one delivery attempt, recorded in one batch with others.
 #[derive(Debug, Clone)]
 pub struct AttemptRecord {
@@ -438,7 +449,7 @@ pub trait Queue: Send + Sync {
         lease_until: i64,
         limit: usize,
         skip: Vec<String>,
-    ) -> BoxFut<'_, StoreResult<Vec<Claimed>>>;
+    ) -> BoxFut<'_, StoreResult<Claim>>;
     /// Records attempts and moves each delivery on, in one transaction.
     fn record_attempts(&self, records: Vec<AttemptRecord>) -> BoxFut<'_, StoreResult<()>>;
     /// Releases all leases (on start of a single instance, and on shutdown).

@@ -51,6 +51,9 @@ pub struct PostgresStore {
     /// Visitor tokens read (see [`crate::store::cache`]): emptied by this
     /// instance's changes and by the ones it hears of.
     visitors: Arc<Visitors>,
+    /// The claim loop's connection and the recorder's (see [`connect::Held`]).
+    claiming: connect::Held,
+    recording: connect::Held,
 }
 
 pub type Visitors = crate::store::cache::ReadCache<(Conversation, AllowedOrigins)>;
@@ -105,12 +108,14 @@ impl PostgresStore {
         let single = batch::single(pool.clone(), instance.clone());
         let clicks = batch::Batcher::new(pool.clone(), instance.clone(), single);
         let mut store = Self {
-            pool,
+            pool: pool.clone(),
             hub,
             instance,
             _listening: None,
             clicks,
             visitors: Arc::new(Visitors::new(crate::store::cache::VISITOR_ROWS)),
+            claiming: connect::Held::new(pool.clone(), pool_size),
+            recording: connect::Held::new(pool.clone(), pool_size),
         };
         store.migrate().await?;
         store._listening = Some(

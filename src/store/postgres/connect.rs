@@ -3,8 +3,13 @@
 //! ring provider, and a clear message when TLS is what failed.
 
 use std::str::FromStr;
+use std::time::Duration;
 
-use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions, PgSslMode};
+use sqlx::Connection;
+
+use sqlx::Postgres;
+use sqlx::pool::PoolConnection;
+use sqlx::postgres::{PgConnectOptions, PgConnection, PgPool, PgPoolOptions, PgSslMode};
 
 use crate::store::{StoreError, StoreResult};
 
@@ -12,6 +17,14 @@ use crate::store::{StoreError, StoreResult};
 /// workers' group commits, the delivery claims and records, and the reads
 /// of streams and pages at once (docs/DEPLOYMENT.md).
 pub const DEFAULT_POOL: u32 = 16;
+
+/// A connection idle for longer than this is checked (one round trip)
+/// before it is handed out; one in use within it is not: a ping on every
+/// acquire was a round trip more per statement on the hot path
+/// (docs/BENCHMARKS.md). A connection that broke since fails its statement,
+/// which the caller sees as a store error (nothing accepted is lost), and
+/// the pool opens a new one.
+const CHECK_IF_IDLE: Duration = Duration::from_secs(1);
 
 /// The options a URL names. `sslmode` is `prefer` when unset: TLS when the
 /// server offers it, in the clear otherwise.
@@ -25,6 +38,15 @@ pub fn options(url: &str) -> StoreResult<PgConnectOptions> {
 pub async fn pool(opts: &PgConnectOptions, size: u32) -> StoreResult<PgPool> {
     PgPoolOptions::new()
         .max_connections(size.max(1))
+        .test_before_acquire(false)
+        .before_acquire(|conn, meta| {
+            Box::pin(async move {
+                if meta.idle_for > CHECK_IF_IDLE {
+                    conn.ping().await?;
+                }
+                Ok(true)
+            })
+        })
         .connect_with(opts.clone())
         .await
         .map_err(|e| explain(opts, &e))
@@ -61,4 +83,77 @@ pub fn explain(opts: &PgConnectOptions, e: &sqlx::Error) -> StoreError {
     StoreError::Backend(format!(
         "cannot connect to PostgreSQL (sslmode={mode}): {e}"
     ))
+}
+
+/// A connection kept by one caller that runs one statement after another
+/// (the claim loop, the recorder of attempts): taken from the pool once,
+/// not at each use, since the pool checks a connection with a round trip
+/// each time it comes back. One that failed is given up and the next use
+/// takes a fresh one. A pool smaller than [`HOLD_FROM`] keeps none: each
+/// use takes one and gives it back, so that the two kept ones cannot leave
+/// clicks without.
+pub struct Held {
+    pool: PgPool,
+    keep: bool,
+    conn: tokio::sync::Mutex<Option<PoolConnection<Postgres>>>,
+}
+
+/// The smallest pool whose claim loop and recorder keep a connection each.
+pub const HOLD_FROM: u32 = 8;
+
+impl Held {
+    pub fn new(pool: PgPool, size: u32) -> Self {
+        Self {
+            pool,
+            keep: size >= HOLD_FROM,
+            conn: tokio::sync::Mutex::new(None),
+        }
+    }
+
+    /// The connection, for one use at a time.
+    pub async fn get(&self) -> StoreResult<HeldConn<'_>> {
+        let mut g = self.conn.lock().await;
+        if g.is_none() {
+            *g = Some(self.pool.acquire().await?);
+        }
+        Ok(HeldConn {
+            conn: g,
+            keep: self.keep,
+        })
+    }
+}
+
+impl Drop for Held {
+    /// Closes the kept connection where it is: the pool would hand it back
+    /// in a task of its own, and the store may go away where no runtime
+    /// runs one.
+    fn drop(&mut self) {
+        if let Some(c) = self.conn.get_mut().take() {
+            drop(c.detach());
+        }
+    }
+}
+
+/// A use of a [`Held`] connection; [`HeldConn::check`] gives the
+/// connection up when the use failed.
+pub struct HeldConn<'a> {
+    conn: tokio::sync::MutexGuard<'a, Option<PoolConnection<Postgres>>>,
+    keep: bool,
+}
+
+impl HeldConn<'_> {
+    pub fn conn(&mut self) -> StoreResult<&mut PgConnection> {
+        self.conn
+            .as_deref_mut()
+            .ok_or_else(|| StoreError::Backend("no connection".into()))
+    }
+
+    /// `r`, having let the connection go if `r` failed (or if the pool is
+    /// too small to keep it).
+    pub fn check<T>(mut self, r: StoreResult<T>) -> StoreResult<T> {
+        if r.is_err() || !self.keep {
+            *self.conn = None;
+        }
+        r
+    }
 }

@@ -1,6 +1,8 @@
 //! The delivery queue: conversations locked in order, events inserted and
 //! promoted to head, claims, attempt records, leases and the queue's figures.
 
+use sqlx::Connection;
+use sqlx::postgres::PgConnection;
 use std::collections::HashMap;
 
 use super::*;
@@ -209,6 +211,30 @@ pub(super) async fn record_set(tx: &mut Tx<'_>, records: &[AttemptRecord]) -> St
     Ok(promoted > 0)
 }
 
+impl PostgresStore {
+    /// Records a batch of attempts in one transaction on `conn`.
+    async fn record(&self, conn: &mut PgConnection, records: &[AttemptRecord]) -> StoreResult<()> {
+        let mut tx = conn.begin().await?;
+        let promoted = if settable(records) {
+            record_set(&mut tx, records).await?
+        } else {
+            sqlx::query("SELECT set_config('synchronous_commit', 'off', true)")
+                .execute(&mut *tx)
+                .await?;
+            let mut promoted = false;
+            for rec in records {
+                promoted |= record_one(&mut tx, rec).await?;
+            }
+            promoted
+        };
+        self.commit(tx, &[], &[], promoted).await?;
+        if promoted {
+            self.hub.new_events.notify_one();
+        }
+        Ok(())
+    }
+}
+
 impl Queue for PostgresStore {
     fn claim_due(
         &self,
@@ -216,10 +242,13 @@ impl Queue for PostgresStore {
         lease_until: i64,
         limit: usize,
         skip: Vec<String>,
-    ) -> BoxFut<'_, StoreResult<Vec<Claimed>>> {
+    ) -> BoxFut<'_, StoreResult<Claim>> {
         Box::pin(async move {
             // The chatbot's row comes with its claimed events (the
-            // delivery needs its URL and secrets): one round trip, not two.
+            // delivery needs its URL and secrets), and a short claim says
+            // when the next delivery it left falls due (read in the same
+            // snapshot, the claimed rows left out): one round trip, not
+            // three. The one `next` row is there when nothing was claimed.
             let q = format!(
                 "WITH unflushed AS (SELECT set_config('synchronous_commit', 'off', true)),
                  claimed AS (
@@ -231,28 +260,46 @@ impl Queue for PostgresStore {
                       AND e.chatbot_id NOT IN (SELECT id FROM chatbots WHERE endpoint_disabled = 1)
                     ORDER BY e.next_attempt_at, e.seq LIMIT $4
                     FOR UPDATE SKIP LOCKED)
-                   RETURNING seq, id, chatbot_id, conversation_id, payload, attempts, attempt_base)
-                 SELECT {}, c.seq, c.id, c.chatbot_id, c.conversation_id, c.payload, c.attempts, c.attempt_base
-                 FROM claimed c LEFT JOIN chatbots b ON b.id = c.chatbot_id CROSS JOIN unflushed",
+                   RETURNING seq, id, chatbot_id, conversation_id, payload, attempts, attempt_base),
+                 next AS (
+                   SELECT s.short, CASE WHEN s.short THEN (
+                     SELECT min(GREATEST(e.next_attempt_at, e.leased_until)) FROM events e
+                     WHERE e.is_head = 1 AND e.status IN ('pending', 'failed')
+                       AND e.chatbot_id NOT IN (SELECT id FROM chatbots WHERE endpoint_disabled = 1)
+                       AND e.seq NOT IN (SELECT seq FROM claimed)) END AS at
+                   FROM (SELECT count(*) < $4 AS short FROM claimed) s)
+                 SELECT {}, c.seq, c.id, c.chatbot_id, c.conversation_id, c.payload, c.attempts, c.attempt_base,
+                   n.short, n.at
+                 FROM next n CROSS JOIN unflushed
+                   LEFT JOIN (claimed c LEFT JOIN chatbots b ON b.id = c.chatbot_id) ON true",
                 CHATBOT_COLS
                     .split(", ")
                     .map(|col| format!("b.{col}"))
                     .collect::<Vec<_>>()
                     .join(", ")
             );
-            let rows = sqlx::query(&q)
+            let mut held = self.claiming.get().await?;
+            let r = sqlx::query(&q)
                 .bind(now_ms)
                 .bind(lease_until)
                 .bind(&skip)
                 .bind(limit as i64)
-                .fetch_all(&self.pool)
-                .await?;
+                .fetch_all(held.conn()?)
+                .await
+                .map_err(StoreError::from);
+            let rows = held.check(r)?;
             // The event's columns follow the chatbot's.
             let at = CHATBOT_COLS.split(", ").count();
             let mut bots: HashMap<String, Arc<Chatbot>> = HashMap::new();
             let mut out = Vec::with_capacity(rows.len());
+            let mut next_due_at = None;
             for r in &rows {
-                let chatbot_id: String = r.try_get(at + 2)?;
+                if r.try_get::<bool, _>(at + 7)? {
+                    next_due_at = Some(r.try_get::<Option<i64>, _>(at + 8)?);
+                }
+                let Some(chatbot_id) = r.try_get::<Option<String>, _>(at + 2)? else {
+                    continue; // the `next` row alone: nothing was claimed
+                };
                 // None when the chatbot is gone: the dispatcher reads it
                 // and records what it finds.
                 let bot = match bots.get(&chatbot_id) {
@@ -276,7 +323,10 @@ impl Queue for PostgresStore {
                 });
             }
             out.sort_by_key(|c| c.seq);
-            Ok(out)
+            Ok(Claim {
+                claimed: out,
+                next_due_at,
+            })
         })
     }
 
@@ -286,24 +336,9 @@ impl Queue for PostgresStore {
     /// (`synchronous_commit` off for this transaction; docs/DECISIONS.md).
     fn record_attempts(&self, records: Vec<AttemptRecord>) -> BoxFut<'_, StoreResult<()>> {
         Box::pin(async move {
-            let mut tx = self.pool.begin().await?;
-            let promoted = if settable(&records) {
-                record_set(&mut tx, &records).await?
-            } else {
-                sqlx::query("SELECT set_config('synchronous_commit', 'off', true)")
-                    .execute(&mut *tx)
-                    .await?;
-                let mut promoted = false;
-                for rec in &records {
-                    promoted |= record_one(&mut tx, rec).await?;
-                }
-                promoted
-            };
-            self.commit(tx, &[], &[], promoted).await?;
-            if promoted {
-                self.hub.new_events.notify_one();
-            }
-            Ok(())
+            let mut held = self.recording.get().await?;
+            let r = self.record(held.conn()?, &records).await;
+            held.check(r)
         })
     }
 
@@ -327,13 +362,15 @@ impl Queue for PostgresStore {
 
     fn next_due_at(&self) -> BoxFut<'_, StoreResult<Option<i64>>> {
         Box::pin(async move {
-            sqlx::query_scalar(
+            let mut held = self.claiming.get().await?;
+            let r = sqlx::query_scalar(
                 "SELECT min(GREATEST(next_attempt_at, leased_until)) FROM events WHERE is_head = 1 AND status IN ('pending', 'failed')
                  AND chatbot_id NOT IN (SELECT id FROM chatbots WHERE endpoint_disabled = 1)",
             )
-            .fetch_one(&self.pool)
+            .fetch_one(held.conn()?)
             .await
-            .map_err(StoreError::from)
+            .map_err(StoreError::from);
+            held.check(r)
         })
     }
     fn queue_stats(&self) -> BoxFut<'_, StoreResult<QueueStats>> {

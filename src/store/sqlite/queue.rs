@@ -96,7 +96,7 @@ impl Queue for SqliteStore {
         lease_until: i64,
         limit: usize,
         skip: Vec<String>,
-    ) -> BoxFut<'_, StoreResult<Vec<Claimed>>> {
+    ) -> BoxFut<'_, StoreResult<Claim>> {
         // One process owns a SQLite file, so leases live in memory: a claim
         // takes the hot queue first and reads the table only when it may
         // hold more (see `claims`), with no write transaction of its own.
@@ -148,11 +148,19 @@ impl Queue for SqliteStore {
         } else {
             Ok(out)
         };
+        // Known in memory: the next retry, or the next safety scan.
+        let next = match &r {
+            Ok(rows) if rows.len() < limit => Some(cl.next_due_at(now_ms)),
+            _ => None,
+        };
         drop(cl);
         Box::pin(async move {
-            let mut rows = r?;
-            rows.sort_by_key(|r| r.seq);
-            Ok(rows)
+            let mut claimed = r?;
+            claimed.sort_by_key(|r| r.seq);
+            Ok(Claim {
+                claimed,
+                next_due_at: next,
+            })
         })
     }
 
