@@ -203,8 +203,7 @@ async fn apply_set(
     let mut ids: Vec<&str> = reqs.iter().map(|r| r.message_id.as_str()).collect();
     ids.sort_unstable();
     ids.dedup();
-    let (mut messages, ctx) = lock_messages_and_conversations(&mut tx, &ids).await?;
-    let mut interactions = pending_interactions(&mut tx, &ids).await?;
+    let (mut messages, ctx, mut interactions) = lock_and_read(&mut tx, &ids).await?;
 
     let mut results: Results = (0..reqs.len()).map(|_| None).collect();
     let mut decisions = Vec::new();
@@ -324,67 +323,73 @@ async fn apply_set(
     Ok(results)
 }
 
-/// Locks the messages (by conversation, then id) and then their
-/// conversations (by id), in one statement: the Sort under the outer lock
-/// takes every message row (each locked by the materialized part) before
-/// the first conversation is locked, so the order is the one every writer
-/// takes. A conversation changed since the statement began is read as
-/// committed (PostgreSQL rechecks a row it waited for).
-async fn lock_messages_and_conversations(
-    tx: &mut Tx<'_>,
-    ids: &[&str],
-) -> StoreResult<(HashMap<String, Message>, HashMap<String, ConvCtx>)> {
-    let rows = sqlx::query(
+/// What a batch reads under its locks: its messages, their conversations'
+/// context, and the messages' pending and asked interactions (by message).
+type Locked = (
+    HashMap<String, Message>,
+    HashMap<String, ConvCtx>,
+    HashMap<String, Vec<domain::Interaction>>,
+);
+
+/// Locks the messages (by conversation, then id), then their conversations
+/// (by id), then the messages' pending and asked interactions (by message,
+/// then seq), in one statement: each part is a CTE read only by its own
+/// branch of the `UNION ALL`, and the branches run in order, so the locks
+/// are taken in the order every writer takes them (the Sort under `v`'s
+/// lock takes every message row before the first conversation is locked).
+/// A row changed since the statement began is read as committed
+/// (PostgreSQL rechecks a row it waited for). A row of the first branch is
+/// a message with its conversation; of the second, an interaction.
+async fn lock_and_read(tx: &mut Tx<'_>, ids: &[&str]) -> StoreResult<Locked> {
+    let typed = "NULL::text, NULL::text, NULL::text, NULL::text, NULL::text, NULL::text, NULL::text, \
+                 NULL::text, NULL::text, NULL::text, NULL::bigint, NULL::bigint, NULL::bigint, NULL::bigint";
+    let rows = sqlx::query(&format!(
         "WITH m AS MATERIALIZED (
            SELECT id, doc, created_at, conversation_id FROM messages WHERE id = ANY($1) AND deleted = 0
-           ORDER BY conversation_id, id FOR UPDATE)
-         SELECT m.id, m.doc, m.created_at, v.id, v.chatbot_id, b.retention_ms, v.created_at, v.taken_over_by
-         FROM m JOIN conversations v ON v.id = m.conversation_id JOIN chatbots b ON b.id = v.chatbot_id
-         ORDER BY v.id, m.id FOR UPDATE OF v",
-    )
+           ORDER BY conversation_id, id FOR UPDATE),
+         v AS MATERIALIZED (
+           SELECT m.id, m.doc, m.created_at, v.id AS conv, v.chatbot_id, b.retention_ms, v.created_at AS conv_at,
+             v.taken_over_by
+           FROM m JOIN conversations v ON v.id = m.conversation_id JOIN chatbots b ON b.id = v.chatbot_id
+           ORDER BY v.id, m.id FOR UPDATE OF v),
+         i AS MATERIALIZED (
+           SELECT {cols} FROM interactions WHERE message_id = ANY($1) AND (status = 'pending' OR is_ask = 1)
+           ORDER BY message_id, seq FOR UPDATE)
+         SELECT false, v.*, {typed} FROM v
+         UNION ALL
+         SELECT true, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, i.* FROM i",
+        cols = inbox::COLS
+    ))
     .bind(ids)
     .fetch_all(&mut **tx)
     .await?;
     let mut messages = HashMap::with_capacity(rows.len());
     let mut convs = HashMap::new();
+    let mut interactions: HashMap<String, Vec<domain::Interaction>> = HashMap::new();
     for r in &rows {
-        let id: String = r.try_get(0)?;
-        let m = parse_message(&r.try_get::<String, _>(1)?, r.try_get(2)?)?;
+        if r.try_get::<bool, _>(0)? {
+            let i = inbox::row_at(r, 9)?;
+            interactions
+                .entry(i.message_id.clone())
+                .or_default()
+                .push(i);
+            continue;
+        }
+        let id: String = r.try_get(1)?;
+        let m = parse_message(&r.try_get::<String, _>(2)?, r.try_get(3)?)?;
         messages.insert(id, m);
-        let cid: String = r.try_get(3)?;
+        let cid: String = r.try_get(4)?;
         if let std::collections::hash_map::Entry::Vacant(e) = convs.entry(cid) {
-            let taken: Option<String> = r.try_get(7)?;
+            let taken: Option<String> = r.try_get(8)?;
             e.insert(ConvCtx {
-                chatbot_id: r.try_get(4)?,
-                retention_ms: r.try_get(5)?,
-                created_at: r.try_get(6)?,
+                chatbot_id: r.try_get(5)?,
+                retention_ms: r.try_get(6)?,
+                created_at: r.try_get(7)?,
                 taken_over: taken.is_some(),
             });
         }
     }
-    Ok((messages, convs))
-}
-
-/// The pending and asked interactions of the messages, locked, by message.
-async fn pending_interactions(
-    tx: &mut Tx<'_>,
-    message_ids: &[&str],
-) -> StoreResult<HashMap<String, Vec<domain::Interaction>>> {
-    let rows = sqlx::query(&format!(
-        "SELECT {} FROM interactions WHERE message_id = ANY($1) AND (status = 'pending' OR is_ask = 1)
-         ORDER BY message_id, seq FOR UPDATE",
-        inbox::COLS
-    ))
-    .bind(message_ids)
-    .fetch_all(&mut **tx)
-    .await
-    ?;
-    let mut out: HashMap<String, Vec<domain::Interaction>> = HashMap::new();
-    for r in &rows {
-        let i = inbox::row(r)?;
-        out.entry(i.message_id.clone()).or_default().push(i);
-    }
-    Ok(out)
+    Ok((messages, convs, interactions))
 }
 
 /// The batch's writes in one statement: the interactions it answered and

@@ -19,23 +19,28 @@ fn json_col(s: String) -> Result<Value, sqlx::Error> {
 }
 
 pub fn row(r: &PgRow) -> Result<Interaction, sqlx::Error> {
-    let spec: Value = json_col(r.try_get(8)?)?;
-    let response: Option<String> = r.try_get(9)?;
+    row_at(r, 0)
+}
+
+/// An interaction read from [`COLS`] starting at column `at`.
+pub fn row_at(r: &PgRow, at: usize) -> Result<Interaction, sqlx::Error> {
+    let spec: Value = json_col(r.try_get(at + 8)?)?;
+    let response: Option<String> = r.try_get(at + 9)?;
     Ok(Interaction {
-        id: r.try_get(0)?,
-        chatbot_id: r.try_get(1)?,
-        conversation_id: r.try_get(2)?,
-        message_id: r.try_get(3)?,
-        kind: r.try_get(4)?,
-        status: status_col(r, 5)?,
-        prompt: r.try_get(6)?,
-        payload: json_col(r.try_get(7)?)?,
+        id: r.try_get(at)?,
+        chatbot_id: r.try_get(at + 1)?,
+        conversation_id: r.try_get(at + 2)?,
+        message_id: r.try_get(at + 3)?,
+        kind: r.try_get(at + 4)?,
+        status: status_col(r, at + 5)?,
+        prompt: r.try_get(at + 6)?,
+        payload: json_col(r.try_get(at + 7)?)?,
         spec: serde_json::from_value(spec).unwrap_or_default(),
         response: response.map(json_col).transpose()?,
-        expires_at: r.try_get(10)?,
-        created_at: r.try_get(11)?,
-        updated_at: r.try_get(12)?,
-        answered_at: r.try_get(13)?,
+        expires_at: r.try_get(at + 10)?,
+        created_at: r.try_get(at + 11)?,
+        updated_at: r.try_get(at + 12)?,
+        answered_at: r.try_get(at + 13)?,
     })
 }
 
