@@ -7,7 +7,7 @@
 //! the server has it: a click is answered only once its commit is durable).
 //!
 //! A batch runs on a task of the runtime of the click that started it (an
-//! HTTP worker's), not beside the delivery tasks.
+//! HTTP worker's), not beside the delivery tasks; one at a time.
 //!
 //! The decisions are the same as a lone click's
 //! ([`crate::domain::inbox::decide`]), made one after another in arrival
@@ -38,10 +38,9 @@ use crate::store::{BoxFut, InteractRequest, Interacted, StoreError, StoreResult,
 
 /// Most clicks in one transaction.
 const MAX_BATCH: usize = 256;
-/// Batches in flight at once. While one waits for its commit to be
-/// flushed the next takes its locks and writes; they take their locks in
-/// the same order, so they queue behind each other on shared rows.
-const RUNNING: usize = 2;
+/// Batches in flight: a second made smaller batches and more commits, and
+/// cost more CPU per click (docs/BENCHMARKS.md).
+const RUNNING: usize = 1;
 
 /// What a click produced, published by the caller once committed.
 pub struct Done {
@@ -323,8 +322,7 @@ async fn apply_set(
     Ok(results)
 }
 
-/// What a batch reads under its locks: its messages, their conversations'
-/// context, and the messages' pending and asked interactions (by message).
+/// What a batch reads under its locks: messages, conversations, interactions.
 type Locked = (
     HashMap<String, Message>,
     HashMap<String, ConvCtx>,
@@ -453,9 +451,8 @@ async fn write(
             s_data.push(j.as_str());
         }
     }
-    // Only the parts with rows to write: a statement of fewer parts is
-    // planned and run in less (PostgreSQL plans these anew each time; a
-    // click that answers nothing and changes no message is one insert).
+    // Only the parts with rows to write: fewer parts, less to plan (each
+    // time) and run; a click that answers and changes nothing is one insert.
     let answering = !i_ids.is_empty();
     let changing = !m_ids.is_empty();
     let streaming = !s_convs.is_empty();
