@@ -64,6 +64,7 @@ fn backend(e: impl std::fmt::Display) -> StoreError {
 
 impl From<sqlx::Error> for StoreError {
     fn from(e: sqlx::Error) -> Self {
+        connect::note_error(&e);
         backend(e)
     }
 }

@@ -235,3 +235,58 @@ async fn connection_errors_never_show_the_password() {
         assert!(!all.contains(SECRET), "no password in {all}");
     }
 }
+
+/// Connections cut under a running instance (a database restart, a
+/// failover, an operator's `pg_terminate_backend`), including the ones its
+/// claim loop and recorder keep: the next click is accepted, and both
+/// clicks' events are delivered, each once.
+#[actix_web::test]
+async fn connections_cut_under_the_instance_lose_no_click() {
+    let url = fresh_postgres_database().await;
+    let u = url.clone();
+    let app = spawn_app_with(|c| c.database = Database::Postgres(u)).await;
+    let mut rx = Receiver::start().await;
+    let bot = app.create_bot(&rx.url).await;
+    let conv = app.create_conv(&bot).await;
+    let first = app.buttons(&bot, &conv, true).await;
+    let second = app.buttons(&bot, &conv, true).await;
+    let r = app
+        .click(&conv, first["id"].as_str().unwrap(), "b1", "approve")
+        .await;
+    assert_eq!(r.status(), 200);
+    assert_eq!(
+        rx.take(1, std::time::Duration::from_secs(10)).await.len(),
+        1
+    );
+
+    let db = url.rsplit('/').next().unwrap_or_default().to_string();
+    let mut admin = sqlx::PgConnection::connect(&postgres_admin_url())
+        .await
+        .expect("admin connection");
+    let cut: i64 = sqlx::query_scalar(
+        "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+         WHERE datname = $1 AND application_name <> 'blockhook listener'",
+    )
+    .bind(&db)
+    .fetch_one(&mut admin)
+    .await
+    .expect("terminate");
+    assert!(
+        cut >= 3,
+        "the pool's, the claim loop's and the recorder's connections: {cut}"
+    );
+
+    let r = app
+        .click(&conv, second["id"].as_str().unwrap(), "b1", "approve")
+        .await;
+    assert_eq!(r.status(), 200, "{}", r.text().await.unwrap_or_default());
+    let got = rx.take(1, std::time::Duration::from_secs(10)).await;
+    let body: serde_json::Value = serde_json::from_slice(&got[0].body).expect("a JSON event");
+    assert_eq!(body["message_id"], second["id"], "{body}");
+    assert!(
+        rx.next(std::time::Duration::from_millis(700))
+            .await
+            .is_none(),
+        "each event delivered once"
+    );
+}

@@ -3,13 +3,12 @@
 //! ring provider, and a clear message when TLS is what failed.
 
 use std::str::FromStr;
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::Duration;
 
-use sqlx::Connection;
-
-use sqlx::Postgres;
 use sqlx::pool::PoolConnection;
 use sqlx::postgres::{PgConnectOptions, PgConnection, PgPool, PgPoolOptions, PgSslMode};
+use sqlx::{Connection, Postgres};
 
 use crate::store::{StoreError, StoreResult};
 
@@ -26,6 +25,40 @@ pub const DEFAULT_POOL: u32 = 16;
 /// the pool opens a new one.
 const CHECK_IF_IDLE: Duration = Duration::from_secs(1);
 
+/// How long after a statement failed for its connection every connection
+/// is checked before it is handed out: a restart or a failover cuts them
+/// all at once, and the others are found out by the check, not by the
+/// statements of the next requests.
+const CHECK_AFTER_A_CUT_MS: i64 = 10_000;
+
+/// When a statement last failed for its connection (ms since the epoch),
+/// in this process.
+static CUT_AT: AtomicI64 = AtomicI64::new(i64::MIN / 2);
+
+/// Notes an error that lost its connection (the server closed it, a
+/// socket broke), so that the next acquires check theirs.
+pub fn note_error(e: &sqlx::Error) {
+    if lost_connection(e) {
+        CUT_AT.store(crate::domain::time::now_ms(), Ordering::Relaxed);
+    }
+}
+
+/// An I/O or protocol failure, or PostgreSQL's classes 08 (connection
+/// exception) and 57P (the server shutting down or terminating backends).
+fn lost_connection(e: &sqlx::Error) -> bool {
+    match e {
+        sqlx::Error::Io(_) | sqlx::Error::Protocol(_) | sqlx::Error::WorkerCrashed => true,
+        sqlx::Error::Database(d) => d
+            .code()
+            .is_some_and(|c| c.starts_with("08") || c.starts_with("57P")),
+        _ => false,
+    }
+}
+
+fn recently_cut() -> bool {
+    crate::domain::time::now_ms() - CUT_AT.load(Ordering::Relaxed) < CHECK_AFTER_A_CUT_MS
+}
+
 /// The options a URL names. `sslmode` is `prefer` when unset: TLS when the
 /// server offers it, in the clear otherwise.
 pub fn options(url: &str) -> StoreResult<PgConnectOptions> {
@@ -41,7 +74,7 @@ pub async fn pool(opts: &PgConnectOptions, size: u32) -> StoreResult<PgPool> {
         .test_before_acquire(false)
         .before_acquire(|conn, meta| {
             Box::pin(async move {
-                if meta.idle_for > CHECK_IF_IDLE {
+                if meta.idle_for > CHECK_IF_IDLE || recently_cut() {
                     conn.ping().await?;
                 }
                 Ok(true)
