@@ -1,0 +1,86 @@
+//! What a click batch reads under its locks, in one statement.
+
+use std::collections::HashMap;
+
+use sqlx::Row;
+
+use super::super::{Tx, inbox, parse_message};
+use crate::domain::inbox as domain;
+use crate::domain::model::Message;
+use crate::store::StoreResult;
+
+/// Context of one conversation, read under its lock.
+pub(super) struct ConvCtx {
+    pub chatbot_id: String,
+    pub retention_ms: i64,
+    pub created_at: i64,
+    pub taken_over: bool,
+}
+
+/// What a batch reads under its locks: messages, conversations, interactions.
+pub(super) type Locked = (
+    HashMap<String, Message>,
+    HashMap<String, ConvCtx>,
+    HashMap<String, Vec<domain::Interaction>>,
+);
+
+/// Locks the messages (by conversation, then id), then their conversations
+/// (by id), then the messages' pending and asked interactions (by message,
+/// then seq), in one statement: each part is a CTE read only by its own
+/// branch of the `UNION ALL`, and the branches run in order, so the locks
+/// are taken in the order every writer takes them (the Sort under `v`'s
+/// lock takes every message row before the first conversation is locked).
+/// A row changed since the statement began is read as committed
+/// (PostgreSQL rechecks a row it waited for). A row of the first branch is
+/// a message with its conversation; of the second, an interaction.
+pub(super) async fn lock_and_read(tx: &mut Tx<'_>, ids: &[&str]) -> StoreResult<Locked> {
+    let typed = "NULL::text, NULL::text, NULL::text, NULL::text, NULL::text, NULL::text, NULL::text, \
+                 NULL::text, NULL::text, NULL::text, NULL::bigint, NULL::bigint, NULL::bigint, NULL::bigint";
+    let rows = sqlx::query(&format!(
+        "WITH m AS MATERIALIZED (
+           SELECT id, doc, created_at, conversation_id FROM messages WHERE id = ANY($1) AND deleted = 0
+           ORDER BY conversation_id, id FOR UPDATE),
+         v AS MATERIALIZED (
+           SELECT m.id, m.doc, m.created_at, v.id AS conv, v.chatbot_id, b.retention_ms, v.created_at AS conv_at,
+             v.taken_over_by
+           FROM m JOIN conversations v ON v.id = m.conversation_id JOIN chatbots b ON b.id = v.chatbot_id
+           ORDER BY v.id, m.id FOR UPDATE OF v),
+         i AS MATERIALIZED (
+           SELECT {cols} FROM interactions WHERE message_id = ANY($1) AND (status = 'pending' OR is_ask = 1)
+           ORDER BY message_id, seq FOR UPDATE)
+         SELECT false, v.*, {typed} FROM v
+         UNION ALL
+         SELECT true, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, i.* FROM i",
+        cols = inbox::COLS
+    ))
+    .bind(ids)
+    .fetch_all(&mut **tx)
+    .await?;
+    let mut messages = HashMap::with_capacity(rows.len());
+    let mut convs = HashMap::new();
+    let mut interactions: HashMap<String, Vec<domain::Interaction>> = HashMap::new();
+    for r in &rows {
+        if r.try_get::<bool, _>(0)? {
+            let i = inbox::row_at(r, 9)?;
+            interactions
+                .entry(i.message_id.clone())
+                .or_default()
+                .push(i);
+            continue;
+        }
+        let id: String = r.try_get(1)?;
+        let m = parse_message(&r.try_get::<String, _>(2)?, r.try_get(3)?)?;
+        messages.insert(id, m);
+        let cid: String = r.try_get(4)?;
+        if let std::collections::hash_map::Entry::Vacant(e) = convs.entry(cid) {
+            let taken: Option<String> = r.try_get(8)?;
+            e.insert(ConvCtx {
+                chatbot_id: r.try_get(5)?,
+                retention_ms: r.try_get(6)?,
+                created_at: r.try_get(7)?,
+                taken_over: taken.is_some(),
+            });
+        }
+    }
+    Ok((messages, convs, interactions))
+}

@@ -1,0 +1,192 @@
+//! A click batch's writes, in one statement.
+
+use std::collections::{HashMap, HashSet};
+
+use super::super::{Tx, message_json};
+use super::Decision;
+use crate::domain::inbox as domain;
+use crate::domain::model::Message;
+use crate::store::StoreResult;
+
+/// The batch's writes in one statement: the interactions it answered and
+/// the messages it changed (each once, as the batch left it), its events
+/// in click order (a conversation's first is its head when nothing of it
+/// is waiting, read after the locks), and its `message.updated` entries in
+/// click order. Returns the entries' sequence numbers, in that order.
+pub(super) async fn write(
+    tx: &mut Tx<'_>,
+    interactions: &HashMap<String, Vec<domain::Interaction>>,
+    messages: &HashMap<String, Message>,
+    decisions: &[Decision],
+) -> StoreResult<Vec<i64>> {
+    let answered: HashSet<&str> = decisions
+        .iter()
+        .filter_map(|d| d.answered.as_ref().map(|a| a.interaction_id.as_str()))
+        .collect();
+    let (mut i_ids, mut statuses, mut responses, mut updated, mut at, mut specs) =
+        (vec![], vec![], vec![], vec![], vec![], vec![]);
+    for i in interactions.values().flatten() {
+        if answered.contains(i.id.as_str()) {
+            i_ids.push(i.id.as_str());
+            statuses.push(i.status.as_str());
+            responses.push(i.response.as_ref().map(|v| v.to_string()));
+            updated.push(i.updated_at);
+            at.push(i.answered_at);
+            specs.push(serde_json::to_string(&i.spec).unwrap_or_default());
+        }
+    }
+    let changed: HashSet<&str> = decisions
+        .iter()
+        .filter(|d| d.changed.is_some())
+        .map(|d| d.message_id.as_str())
+        .collect();
+    let (mut m_ids, mut docs) = (Vec::new(), Vec::new());
+    for id in changed {
+        if let Some(m) = messages.get(id) {
+            m_ids.push(id);
+            docs.push(message_json(m));
+        }
+    }
+    let n = decisions.len();
+    let (mut ids, mut bots, mut convs, mut types, mut payloads, mut created) = (
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+    );
+    let (mut s_convs, mut s_data) = (Vec::new(), Vec::new());
+    for d in decisions {
+        ids.push(d.event_id.as_str());
+        bots.push(d.chatbot_id.as_str());
+        convs.push(d.conversation_id.as_str());
+        types.push(d.event_type);
+        payloads.push(d.payload.as_slice());
+        created.push(d.created_at);
+        if let Some(j) = &d.changed {
+            s_convs.push(d.conversation_id.as_str());
+            s_data.push(j.as_str());
+        }
+    }
+    // Only the parts with rows to write: fewer parts, less to plan (each
+    // time) and run; a click that answers and changes nothing is one insert.
+    let answering = !i_ids.is_empty();
+    let changing = !m_ids.is_empty();
+    let streaming = !s_convs.is_empty();
+    let sql = write_sql(answering, changing, streaming);
+    let mut q = sqlx::query_scalar::<_, i64>(&sql);
+    if answering {
+        q = q
+            .bind(&i_ids)
+            .bind(&statuses)
+            .bind(&responses)
+            .bind(&updated)
+            .bind(&at)
+            .bind(&specs);
+    }
+    if changing {
+        q = q.bind(&m_ids).bind(&docs);
+    }
+    q = q
+        .bind(&ids)
+        .bind(&bots)
+        .bind(&convs)
+        .bind(&types)
+        .bind(&payloads)
+        .bind(&created);
+    if streaming {
+        q = q.bind(&s_convs).bind(&s_data);
+    }
+    let mut seqs: Vec<i64> = q.fetch_all(&mut **tx).await?;
+    seqs.sort_unstable();
+    Ok(seqs)
+}
+
+/// The batch's statement with the parts it needs, parameters numbered in
+/// the order [`write`] binds them: answered interactions (6), changed
+/// messages (2), events (6, always), stream entries (2, whose sequence
+/// numbers it returns).
+fn write_sql(answering: bool, changing: bool, streaming: bool) -> String {
+    let mut n = 0;
+    let mut p = |k: usize| -> Vec<String> {
+        (0..k)
+            .map(|_| {
+                n += 1;
+                format!("${n}")
+            })
+            .collect()
+    };
+    let mut parts = Vec::new();
+    if answering {
+        let v = p(6);
+        parts.push(format!(
+            "answered AS (
+           UPDATE interactions i SET status = u.status, response = u.response, updated_at = u.updated_at,
+             answered_at = u.answered_at, spec = u.spec
+           FROM UNNEST({}::text[], {}::text[], {}::text[], {}::bigint[], {}::bigint[], {}::text[])
+             AS u(id, status, response, updated_at, answered_at, spec)
+           WHERE i.id = u.id RETURNING 1)",
+            v[0], v[1], v[2], v[3], v[4], v[5]
+        ));
+    }
+    if changing {
+        let v = p(2);
+        parts.push(format!(
+            "changed AS (
+           UPDATE messages m SET doc = u.doc FROM UNNEST({}::text[], {}::text[]) AS u(id, doc)
+           WHERE m.id = u.id RETURNING 1)",
+            v[0], v[1]
+        ));
+    }
+    let v = p(6);
+    let events = format!(
+        "INSERT INTO events (id, chatbot_id, conversation_id, type, payload, created_at, status, attempts, next_attempt_at, is_head)
+           SELECT id, bot, conv, type, payload, created, 'pending', 0, created,
+             CASE WHEN row_number() OVER (PARTITION BY conv ORDER BY ord) = 1
+                    AND NOT EXISTS (SELECT 1 FROM events x WHERE x.conversation_id = u.conv AND x.status IN ('pending', 'failed'))
+                  THEN 1 ELSE 0 END
+           FROM UNNEST({}::text[], {}::text[], {}::text[], {}::text[], {}::bytea[], {}::bigint[])
+             WITH ORDINALITY AS u(id, bot, conv, type, payload, created, ord)
+           ORDER BY ord",
+        v[0], v[1], v[2], v[3], v[4], v[5]
+    );
+    let last = if streaming {
+        parts.push(format!("queued AS ({events} RETURNING 1)"));
+        let v = p(2);
+        format!(
+            "INSERT INTO stream_events (conversation_id, kind, data)
+         SELECT conv, 'message.updated', data FROM UNNEST({}::text[], {}::text[]) WITH ORDINALITY AS u(conv, data, ord)
+         ORDER BY ord RETURNING seq",
+            v[0], v[1]
+        )
+    } else {
+        events
+    };
+    if parts.is_empty() {
+        last
+    } else {
+        format!("WITH {}\n         {last}", parts.join(", "))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::write_sql;
+
+    #[test]
+    fn each_statement_numbers_its_parameters_in_binding_order() {
+        for bits in 0..8u8 {
+            let (a, c, s) = (bits & 1 == 1, bits & 2 == 2, bits & 4 == 4);
+            let sql = write_sql(a, c, s);
+            let want = 6 * a as usize + 2 * c as usize + 6 + 2 * s as usize;
+            for k in 1..=want {
+                assert!(sql.contains(&format!("${k}::")), "{bits}: ${k} in {sql}");
+            }
+            assert!(!sql.contains(&format!("${}::", want + 1)), "{bits}: {sql}");
+            assert_eq!(sql.contains("interactions"), a);
+            assert_eq!(sql.contains("UPDATE messages"), c);
+            assert_eq!(sql.contains("RETURNING seq"), s);
+        }
+    }
+}
