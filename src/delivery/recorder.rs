@@ -10,6 +10,7 @@ use tokio_util::sync::CancellationToken;
 use crate::store::{AttemptRecord, Store};
 
 const BATCH: usize = 512;
+const LINGER: Duration = Duration::from_millis(5);
 /// Write tries left for the last batch once shutdown began.
 const FINAL_TRIES: u32 = 5;
 
@@ -26,6 +27,15 @@ pub async fn run(
             n = rx.recv_many(&mut batch, BATCH) => {
                 if n == 0 {
                     return;
+                }
+                if n < BATCH && !LINGER.is_zero() {
+                    tokio::select! {
+                        _ = tokio::time::sleep(LINGER) => {}
+                        _ = stop.cancelled() => {}
+                    }
+                    while batch.len() < BATCH && let Ok(r) = rx.try_recv() {
+                        batch.push(r);
+                    }
                 }
                 write(&*store, std::mem::take(&mut batch), &stop).await;
             }
