@@ -18,7 +18,12 @@ pub struct ApiEvent {
 pub struct Hub {
     pub stream: broadcast::Sender<StreamEvent>,
     pub api: broadcast::Sender<ApiEvent>,
+    /// A delivery may be due in the store: the claim loop reads it.
     pub new_events: Notify,
+    /// Deliveries were queued for this instance as their events committed
+    /// (see [`crate::store::Queue::claim_queued`]): the claim loop takes
+    /// them without reading the store's table.
+    pub queued_events: Notify,
     /// Conversations showing `typing`, with the message clicked (this
     /// instance's view; a 30 s timeout ends typing everywhere).
     pub typing: parking_lot::Mutex<std::collections::HashMap<String, String>>,
@@ -91,6 +96,7 @@ impl Hub {
             stream,
             api,
             new_events: Notify::new(),
+            queued_events: Notify::new(),
             typing: Default::default(),
             erased: Erased::default(),
         }

@@ -132,6 +132,9 @@ impl Dispatcher {
         if let Some(h) = claimer {
             let _ = h.await;
         }
+        if let Err(e) = self.state.store.stop_queueing().await {
+            tracing::warn!(error = %e, "giving back queued deliveries failed; their leases expire");
+        }
         self.tracker.close();
         if tokio::time::timeout(grace, self.tracker.wait())
             .await
@@ -205,6 +208,9 @@ impl Dispatcher {
     async fn claim_loop(self: Arc<Self>) {
         let store = self.state.store.clone();
         let lease = (self.state.config.delivery_timeout * 3).max(Duration::from_secs(30));
+        // Whether this claim reads the table, or only takes what the store
+        // queued as it committed (woken by that alone).
+        let mut scan = true;
         while !self.stop_claiming.is_cancelled() {
             self.check_failing_urls().await;
             // Set before room is looked at: a delivery ending from here on
@@ -222,7 +228,12 @@ impl Dispatcher {
                 let now = now_ms();
                 let lease_until = now + lease.as_millis() as i64;
                 let size = self.claim_size(free);
-                match store.claim_due(now, lease_until, size, skip).await {
+                let claim = if scan {
+                    store.claim_due(now, lease_until, size, skip).await
+                } else {
+                    store.claim_queued(now, lease_until, size, skip).await
+                };
+                match claim {
                     Ok(claim) if self.stop_claiming.is_cancelled() => {
                         self.release(claim.claimed.into_iter().map(|c| c.event_id).collect())
                             .await;
@@ -239,6 +250,7 @@ impl Dispatcher {
                             _ = tokio::time::sleep(Duration::from_millis(500)) => {}
                             _ = self.stop_claiming.cancelled() => return,
                         }
+                        scan = true;
                         continue;
                     }
                 }
@@ -248,11 +260,14 @@ impl Dispatcher {
                 continue;
             }
             let wait = self.idle_wait(reopen, next_due).await;
-            tokio::select! {
-                _ = self.state.hub.new_events.notified() => {}
-                _ = tokio::time::sleep(wait) => {}
+            // A permit left by the branch not taken wakes the next wait.
+            scan = tokio::select! {
+                biased;
+                _ = self.state.hub.new_events.notified() => true,
+                _ = self.state.hub.queued_events.notified() => false,
+                _ = tokio::time::sleep(wait) => true,
                 _ = self.stop_claiming.cancelled() => return,
-            }
+            };
         }
     }
 

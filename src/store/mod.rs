@@ -450,6 +450,24 @@ pub trait Queue: Send + Sync {
         limit: usize,
         skip: Vec<String>,
     ) -> BoxFut<'_, StoreResult<Claim>>;
+    /// Like [`Self::claim_due`], but only what the store queued for this
+    /// instance as its events committed (announced by
+    /// [`crate::hub::Hub::queued_events`]); the table is not read, and the
+    /// next due time is the one the last claim of the table reported.
+    fn claim_queued(
+        &self,
+        now_ms: i64,
+        lease_until: i64,
+        limit: usize,
+        skip: Vec<String>,
+    ) -> BoxFut<'_, StoreResult<Claim>> {
+        self.claim_due(now_ms, lease_until, limit, skip)
+    }
+    /// Gives back what is queued for this instance and queues no more (on
+    /// shutdown, once the claim loop has stopped).
+    fn stop_queueing(&self) -> BoxFut<'_, StoreResult<()>> {
+        Box::pin(async { Ok(()) })
+    }
     /// Records attempts and moves each delivery on, in one transaction.
     fn record_attempts(&self, records: Vec<AttemptRecord>) -> BoxFut<'_, StoreResult<()>>;
     /// Releases all leases (on start of a single instance, and on shutdown).

@@ -25,6 +25,7 @@ mod lifecycle;
 mod messages;
 pub mod notify;
 mod queue;
+mod queued;
 mod rows;
 mod tx;
 
@@ -48,6 +49,8 @@ pub struct PostgresStore {
     _listening: Option<notify::Listening>,
     /// Group commit of clicks and submits (see [`batch`]).
     clicks: batch::Batcher,
+    /// Deliveries leased to this instance as their events committed.
+    queued: Arc<queued::Queued>,
     /// Visitor tokens read (see [`crate::store::cache`]): emptied by this
     /// instance's changes and by the ones it hears of.
     visitors: Arc<Visitors>,
@@ -107,13 +110,15 @@ impl PostgresStore {
         let pool = connect::pool(&opts, pool_size).await?;
         let instance = notify::Instance::new();
         let single = batch::single(pool.clone(), instance.clone());
-        let clicks = batch::Batcher::new(pool.clone(), instance.clone(), single);
+        let queued = Arc::new(queued::Queued::new(hub.clone()));
+        let clicks = batch::Batcher::new(pool.clone(), instance.clone(), single, queued.clone());
         let mut store = Self {
             pool: pool.clone(),
             hub,
             instance,
             _listening: None,
             clicks,
+            queued,
             visitors: Arc::new(Visitors::new(crate::store::cache::VISITOR_ROWS)),
             claiming: connect::Held::new(pool.clone(), pool_size),
             recording: connect::Held::new(pool.clone(), pool_size),

@@ -27,12 +27,16 @@ use sqlx::postgres::PgPool;
 use tokio::sync::oneshot;
 
 use super::notify::Instance;
+use super::queued::Queued;
 use super::{backend, message_json};
 use crate::domain::inbox as domain;
 use crate::domain::interact::Context;
+use crate::domain::model::Chatbot;
 use crate::hub::ApiEvent;
 use crate::store::script;
-use crate::store::{BoxFut, InteractRequest, Interacted, StoreError, StoreResult, StreamEvent};
+use crate::store::{
+    BoxFut, Claimed, InteractRequest, Interacted, StoreError, StoreResult, StreamEvent,
+};
 
 mod read;
 mod write;
@@ -51,6 +55,8 @@ pub struct Done {
     pub out: Interacted,
     pub stream: Vec<StreamEvent>,
     pub api: Vec<ApiEvent>,
+    /// A delivery may be due in the table (not all of it queued here).
+    pub due: bool,
 }
 
 struct Job {
@@ -78,16 +84,18 @@ struct Inner {
     pool: PgPool,
     instance: Instance,
     single: Single,
+    queued: Arc<Queued>,
 }
 
 impl Batcher {
-    pub fn new(pool: PgPool, instance: Instance, single: Single) -> Self {
+    pub fn new(pool: PgPool, instance: Instance, single: Single, queued: Arc<Queued>) -> Self {
         Self {
             inner: Arc::new(Inner {
                 queue: Mutex::new(Queue::default()),
                 pool,
                 instance,
                 single,
+                queued,
             }),
         }
     }
@@ -145,7 +153,7 @@ impl Inner {
 
     async fn batch(&self, jobs: Vec<Job>) {
         let reqs: Vec<&InteractRequest> = jobs.iter().map(|j| &j.req).collect();
-        match apply_set(&self.pool, &self.instance, &reqs).await {
+        match apply_set(&self.pool, &self.instance, &self.queued, &reqs).await {
             Ok(results) => {
                 let mut later = Vec::new();
                 for (job, r) in jobs.into_iter().zip(results) {
@@ -175,7 +183,7 @@ pub(super) struct Decision {
     job: usize,
     message_id: String,
     conversation_id: String,
-    chatbot_id: String,
+    bot: Arc<Chatbot>,
     event_id: String,
     event_type: &'static str,
     payload: Vec<u8>,
@@ -192,6 +200,7 @@ type Results = Vec<Option<StoreResult<Done>>>;
 async fn apply_set(
     pool: &PgPool,
     instance: &Instance,
+    queued: &Queued,
     reqs: &[&InteractRequest],
 ) -> StoreResult<Results> {
     let mut tx = pool.begin().await?;
@@ -223,10 +232,10 @@ async fn apply_set(
         let context = Context {
             now_ms: req.now_ms,
             interactive_window_ms: req.interactive_window_ms,
-            retention_ms: c.retention_ms,
+            retention_ms: c.bot.retention_ms,
             conversation_created_ms: c.created_at,
             taken_over: c.taken_over,
-            chatbot_id: &c.chatbot_id,
+            chatbot_id: &c.bot.id,
             user: &req.user,
             event_id: &req.event_id,
             response_url: &req.response_url,
@@ -248,7 +257,7 @@ async fn apply_set(
         *msg = after;
         *list = list_after;
         let answered = d.answered.as_ref().map(|i| ApiEvent {
-            chatbot_id: c.chatbot_id.clone(),
+            chatbot_id: c.bot.id.clone(),
             interaction_id: i.id.clone(),
             kind: "interaction.answered",
             data: i.to_json(req.now_ms),
@@ -257,7 +266,7 @@ async fn apply_set(
             job: k,
             message_id: msg.id.clone(),
             conversation_id: msg.conversation_id.clone(),
-            chatbot_id: c.chatbot_id.clone(),
+            bot: c.bot.clone(),
             event_id: req.event_id.clone(),
             event_type: d.accepted.event_type,
             payload: d.accepted.payload,
@@ -280,12 +289,23 @@ async fn apply_set(
         return Ok(results);
     }
 
-    let seqs = write(&mut tx, &interactions, &messages, &decisions).await?;
+    let lease = queued.lease(crate::domain::time::now_ms());
+    let written = write(
+        &mut tx,
+        &interactions,
+        &messages,
+        &decisions,
+        lease.as_ref(),
+    )
+    .await?;
 
     let mut notes = super::notify::Notes::new(instance);
-    notes.due();
+    if written.due {
+        notes.due();
+    }
     let mut done: Vec<(usize, Done)> = Vec::with_capacity(decisions.len());
-    let mut seqs = seqs.into_iter();
+    let mut hot = Vec::with_capacity(written.queued.len());
+    let mut seqs = written.seqs.into_iter();
     for d in decisions {
         let mut stream = Vec::new();
         if let Some(data) = d.changed {
@@ -308,10 +328,38 @@ async fn apply_set(
         let out = outs
             .remove(&d.job)
             .ok_or_else(|| backend("click result missing"))?;
-        done.push((d.job, Done { out, stream, api }));
+        if let Some(&seq) = written.queued.get(&d.event_id) {
+            hot.push(Claimed {
+                seq,
+                event_id: d.event_id,
+                chatbot_id: d.bot.id.clone(),
+                conversation_id: d.conversation_id,
+                payload: bytes::Bytes::from(d.payload),
+                attempts: 0,
+                attempt_base: 0,
+                bot: Some(d.bot),
+            });
+        }
+        let due = written.due;
+        done.push((
+            d.job,
+            Done {
+                out,
+                stream,
+                api,
+                due,
+            },
+        ));
     }
     notes.send(&mut tx).await?;
     tx.commit().await?;
+    if let Some(l) = &lease {
+        let back = queued.push(hot, l.until);
+        if !back.is_empty() {
+            // Closed while the batch ran: the table's again, for anyone.
+            super::queue::release_to_table(pool, instance, back).await?;
+        }
+    }
     for (k, d) in done {
         results[k] = Some(Ok(d));
     }
@@ -333,6 +381,7 @@ pub async fn interact_single(
         out: fx.out,
         stream,
         api,
+        due: true,
     })
 }
 

@@ -9,7 +9,9 @@ impl Inbox for PostgresStore {
             let done = self.clicks.interact(req).await?;
             self.hub.publish(done.stream);
             self.hub.publish_api(done.api);
-            self.hub.new_events.notify_one();
+            if done.due {
+                self.hub.new_events.notify_one();
+            }
             Ok(done.out)
         })
     }

@@ -211,7 +211,39 @@ pub(super) async fn record_set(tx: &mut Tx<'_>, records: &[AttemptRecord]) -> St
     Ok(promoted > 0)
 }
 
+/// Ends the leases of deliveries queued here that will not start here, and
+/// says they are due: any instance may claim them.
+pub(super) async fn release_to_table(
+    pool: &PgPool,
+    instance: &notify::Instance,
+    ids: Vec<String>,
+) -> StoreResult<()> {
+    let mut tx = pool.begin().await?;
+    sqlx::query("UPDATE events SET leased_until = 0 WHERE id = ANY($1)")
+        .bind(&ids)
+        .execute(&mut *tx)
+        .await?;
+    commit_noting(instance, tx, &[], &[], true).await
+}
+
 impl PostgresStore {
+    /// Takes from [`queued`] for a claim; what goes back to the table is
+    /// released there, and this instance's claim loop reads the table next.
+    async fn take_queued(
+        &self,
+        now_ms: i64,
+        lease_until: i64,
+        limit: usize,
+        skip: &[String],
+    ) -> StoreResult<Vec<Claimed>> {
+        let (taken, back) = self.queued.take(now_ms, lease_until, limit, skip);
+        if !back.is_empty() {
+            release_to_table(&self.pool, &self.instance, back).await?;
+            self.hub.new_events.notify_one();
+        }
+        Ok(taken)
+    }
+
     /// Records a batch of attempts in one transaction on `conn`.
     async fn record(&self, conn: &mut PgConnection, records: &[AttemptRecord]) -> StoreResult<()> {
         let mut tx = conn.begin().await?;
@@ -244,6 +276,14 @@ impl Queue for PostgresStore {
         skip: Vec<String>,
     ) -> BoxFut<'_, StoreResult<Claim>> {
         Box::pin(async move {
+            let mut out = self.take_queued(now_ms, lease_until, limit, &skip).await?;
+            if out.len() >= limit {
+                return Ok(Claim {
+                    claimed: out,
+                    next_due_at: None,
+                });
+            }
+            let limit = limit - out.len();
             // The chatbot's row comes with its claimed events (the
             // delivery needs its URL and secrets), and a short claim says
             // when the next delivery it left falls due (read in the same
@@ -291,7 +331,7 @@ impl Queue for PostgresStore {
             // The event's columns follow the chatbot's.
             let at = CHATBOT_COLS.split(", ").count();
             let mut bots: HashMap<String, Arc<Chatbot>> = HashMap::new();
-            let mut out = Vec::with_capacity(rows.len());
+            out.reserve(rows.len());
             let mut next_due_at = None;
             for r in &rows {
                 if r.try_get::<bool, _>(at + 7)? {
@@ -323,10 +363,37 @@ impl Queue for PostgresStore {
                 });
             }
             out.sort_by_key(|c| c.seq);
+            self.queued.scanned(next_due_at);
             Ok(Claim {
                 claimed: out,
                 next_due_at,
             })
+        })
+    }
+
+    fn claim_queued(
+        &self,
+        now_ms: i64,
+        lease_until: i64,
+        limit: usize,
+        skip: Vec<String>,
+    ) -> BoxFut<'_, StoreResult<Claim>> {
+        Box::pin(async move {
+            let claimed = self.take_queued(now_ms, lease_until, limit, &skip).await?;
+            Ok(Claim {
+                claimed,
+                next_due_at: self.queued.due(),
+            })
+        })
+    }
+
+    fn stop_queueing(&self) -> BoxFut<'_, StoreResult<()>> {
+        Box::pin(async move {
+            let ids = self.queued.close();
+            if ids.is_empty() {
+                return Ok(());
+            }
+            release_to_table(&self.pool, &self.instance, ids).await
         })
     }
 

@@ -6,19 +6,24 @@ use crate::domain::status::EventStatus;
 pub(super) const CHATBOT_COLS: &str = "id, name, webhook_url, retention_ms, signing_secret, previous_secret, previous_until, endpoint_disabled, member_id, created_at, allowed_origins";
 
 pub(super) fn chatbot_row(r: &PgRow) -> Result<Chatbot, sqlx::Error> {
-    let prev: Option<String> = r.try_get(5)?;
-    let until: Option<i64> = r.try_get(6)?;
+    chatbot_row_at(r, 0)
+}
+
+/// A chatbot whose [`CHATBOT_COLS`] start at column `b`.
+pub(super) fn chatbot_row_at(r: &PgRow, b: usize) -> Result<Chatbot, sqlx::Error> {
+    let prev: Option<String> = r.try_get(b + 5)?;
+    let until: Option<i64> = r.try_get(b + 6)?;
     Ok(Chatbot {
-        id: r.try_get(0)?,
-        name: r.try_get(1)?,
-        webhook_url: r.try_get(2)?,
-        retention_ms: r.try_get(3)?,
-        signing_secret: r.try_get(4)?,
+        id: r.try_get(b)?,
+        name: r.try_get(b + 1)?,
+        webhook_url: r.try_get(b + 2)?,
+        retention_ms: r.try_get(b + 3)?,
+        signing_secret: r.try_get(b + 4)?,
         previous_secret: prev.zip(until),
-        endpoint_disabled: r.try_get::<i64, _>(7)? != 0,
-        member_id: r.try_get(8)?,
-        created_at: r.try_get(9)?,
-        allowed_origins: AllowedOrigins::from_stored(r.try_get::<&str, _>(10)?),
+        endpoint_disabled: r.try_get::<i64, _>(b + 7)? != 0,
+        member_id: r.try_get(b + 8)?,
+        created_at: r.try_get(b + 9)?,
+        allowed_origins: AllowedOrigins::from_stored(r.try_get::<&str, _>(b + 10)?),
     })
 }
 

@@ -1,18 +1,19 @@
 //! What a click batch reads under its locks, in one statement.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use sqlx::Row;
 
-use super::super::{Tx, inbox, parse_message};
+use super::super::{CHATBOT_COLS, Tx, chatbot_row_at, inbox, parse_message};
 use crate::domain::inbox as domain;
-use crate::domain::model::Message;
+use crate::domain::model::{Chatbot, Message};
 use crate::store::StoreResult;
 
 /// Context of one conversation, read under its lock.
 pub(super) struct ConvCtx {
-    pub chatbot_id: String,
-    pub retention_ms: i64,
+    /// Its chatbot as read with it (its deliveries are sent as it says).
+    pub bot: Arc<Chatbot>,
     pub created_at: i64,
     pub taken_over: bool,
 }
@@ -36,13 +37,13 @@ pub(super) type Locked = (
 pub(super) async fn lock_and_read(tx: &mut Tx<'_>, ids: &[&str]) -> StoreResult<Locked> {
     let typed = "NULL::text, NULL::text, NULL::text, NULL::text, NULL::text, NULL::text, NULL::text, \
                  NULL::text, NULL::text, NULL::text, NULL::bigint, NULL::bigint, NULL::bigint, NULL::bigint";
+    let bot_cols: Vec<String> = CHATBOT_COLS.split(", ").map(|c| format!("b.{c}")).collect();
     let rows = sqlx::query(&format!(
         "WITH m AS MATERIALIZED (
            SELECT id, doc, created_at, conversation_id FROM messages WHERE id = ANY($1) AND deleted = 0
            ORDER BY conversation_id, id FOR UPDATE),
          v AS MATERIALIZED (
-           SELECT m.id, m.doc, m.created_at, v.id AS conv, v.chatbot_id, b.retention_ms, v.created_at AS conv_at,
-             v.taken_over_by
+           SELECT m.id, m.doc, m.created_at, v.id AS conv, v.created_at AS conv_at, v.taken_over_by, {bot}
            FROM m JOIN conversations v ON v.id = m.conversation_id JOIN chatbots b ON b.id = v.chatbot_id
            ORDER BY v.id, m.id FOR UPDATE OF v),
          i AS MATERIALIZED (
@@ -50,18 +51,21 @@ pub(super) async fn lock_and_read(tx: &mut Tx<'_>, ids: &[&str]) -> StoreResult<
            ORDER BY message_id, seq FOR UPDATE)
          SELECT false, v.*, {typed} FROM v
          UNION ALL
-         SELECT true, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, i.* FROM i",
-        cols = inbox::COLS
+         SELECT true, {nulls}, i.* FROM i",
+        cols = inbox::COLS,
+        bot = bot_cols.join(", "),
+        nulls = vec!["NULL"; 6 + bot_cols.len()].join(", "),
     ))
     .bind(ids)
     .fetch_all(&mut **tx)
     .await?;
     let mut messages = HashMap::with_capacity(rows.len());
     let mut convs = HashMap::new();
+    let mut bots: HashMap<String, Arc<Chatbot>> = HashMap::new();
     let mut interactions: HashMap<String, Vec<domain::Interaction>> = HashMap::new();
     for r in &rows {
         if r.try_get::<bool, _>(0)? {
-            let i = inbox::row_at(r, 9)?;
+            let i = inbox::row_at(r, 7 + bot_cols.len())?;
             interactions
                 .entry(i.message_id.clone())
                 .or_default()
@@ -73,11 +77,20 @@ pub(super) async fn lock_and_read(tx: &mut Tx<'_>, ids: &[&str]) -> StoreResult<
         messages.insert(id, m);
         let cid: String = r.try_get(4)?;
         if let std::collections::hash_map::Entry::Vacant(e) = convs.entry(cid) {
-            let taken: Option<String> = r.try_get(8)?;
+            let taken: Option<String> = r.try_get(6)?;
+            // Each chatbot read once.
+            let bot_id: &str = r.try_get(7)?;
+            let bot = match bots.get(bot_id) {
+                Some(b) => Arc::clone(b),
+                None => {
+                    let b = Arc::new(chatbot_row_at(r, 7)?);
+                    bots.insert(b.id.clone(), b.clone());
+                    b
+                }
+            };
             e.insert(ConvCtx {
-                chatbot_id: r.try_get(5)?,
-                retention_ms: r.try_get(6)?,
-                created_at: r.try_get(7)?,
+                bot,
+                created_at: r.try_get(5)?,
                 taken_over: taken.is_some(),
             });
         }

@@ -2,23 +2,35 @@
 
 use std::collections::{HashMap, HashSet};
 
+use super::super::queued::Lease;
 use super::super::{Tx, message_json};
 use super::Decision;
 use crate::domain::inbox as domain;
 use crate::domain::model::Message;
 use crate::store::StoreResult;
 
+/// What a batch's writes report.
+pub(super) struct Written {
+    /// The `message.updated` entries' sequence numbers, in click order.
+    pub seqs: Vec<i64>,
+    /// The head events leased to this instance: id → sequence number.
+    pub queued: HashMap<String, i64>,
+    /// Whether a head event was left to the table (any instance's to claim).
+    pub due: bool,
+}
+
 /// The batch's writes in one statement: the interactions it answered and
 /// the messages it changed (each once, as the batch left it), its events
 /// in click order (a conversation's first is its head when nothing of it
-/// is waiting, read after the locks), and its `message.updated` entries in
-/// click order. Returns the entries' sequence numbers, in that order.
+/// is waiting, read after the locks; a head is leased as `lease` says),
+/// and its `message.updated` entries in click order.
 pub(super) async fn write(
     tx: &mut Tx<'_>,
     interactions: &HashMap<String, Vec<domain::Interaction>>,
     messages: &HashMap<String, Message>,
     decisions: &[Decision],
-) -> StoreResult<Vec<i64>> {
+    lease: Option<&Lease>,
+) -> StoreResult<Written> {
     let answered: HashSet<&str> = decisions
         .iter()
         .filter_map(|d| d.answered.as_ref().map(|a| a.interaction_id.as_str()))
@@ -56,10 +68,12 @@ pub(super) async fn write(
         Vec::with_capacity(n),
         Vec::with_capacity(n),
     );
+    let mut leases: Vec<i64> = Vec::with_capacity(n);
     let (mut s_convs, mut s_data) = (Vec::new(), Vec::new());
     for d in decisions {
         ids.push(d.event_id.as_str());
-        bots.push(d.chatbot_id.as_str());
+        bots.push(d.bot.id.as_str());
+        leases.push(lease.map_or(0, |l| l.for_chatbot(&d.bot)));
         convs.push(d.conversation_id.as_str());
         types.push(d.event_type);
         payloads.push(d.payload.as_slice());
@@ -75,7 +89,7 @@ pub(super) async fn write(
     let changing = !m_ids.is_empty();
     let streaming = !s_convs.is_empty();
     let sql = write_sql(answering, changing, streaming);
-    let mut q = sqlx::query_scalar::<_, i64>(&sql);
+    let mut q = sqlx::query_as::<_, (i64, Option<String>, Option<i64>)>(&sql);
     if answering {
         q = q
             .bind(&i_ids)
@@ -94,19 +108,35 @@ pub(super) async fn write(
         .bind(&convs)
         .bind(&types)
         .bind(&payloads)
-        .bind(&created);
+        .bind(&created)
+        .bind(&leases);
     if streaming {
         q = q.bind(&s_convs).bind(&s_data);
     }
-    let mut seqs: Vec<i64> = q.fetch_all(&mut **tx).await?;
-    seqs.sort_unstable();
-    Ok(seqs)
+    let rows: Vec<(i64, Option<String>, Option<i64>)> = q.fetch_all(&mut **tx).await?;
+    let mut out = Written {
+        seqs: Vec::new(),
+        queued: HashMap::new(),
+        due: false,
+    };
+    for (seq, id, leased_until) in rows {
+        match (id, leased_until) {
+            (Some(id), Some(l)) if l > 0 => {
+                out.queued.insert(id, seq);
+            }
+            (Some(_), _) => out.due = true,
+            (None, _) => out.seqs.push(seq),
+        }
+    }
+    out.seqs.sort_unstable();
+    Ok(out)
 }
 
 /// The batch's statement with the parts it needs, parameters numbered in
 /// the order [`write`] binds them: answered interactions (6), changed
-/// messages (2), events (6, always), stream entries (2, whose sequence
-/// numbers it returns).
+/// messages (2), events (7, always), stream entries (2). It returns the
+/// head events (sequence number, id, lease) and the stream entries'
+/// sequence numbers (id and lease NULL).
 fn write_sql(answering: bool, changing: bool, streaming: bool) -> String {
     let mut n = 0;
     let mut p = |k: usize| -> Vec<String> {
@@ -139,37 +169,40 @@ fn write_sql(answering: bool, changing: bool, streaming: bool) -> String {
             v[0], v[1]
         ));
     }
-    let v = p(6);
-    let events = format!(
-        "INSERT INTO events (id, chatbot_id, conversation_id, type, payload, created_at, status, attempts, next_attempt_at, is_head)
-           SELECT id, bot, conv, type, payload, created, 'pending', 0, created,
-             CASE WHEN row_number() OVER (PARTITION BY conv ORDER BY ord) = 1
-                    AND NOT EXISTS (SELECT 1 FROM events x WHERE x.conversation_id = u.conv AND x.status IN ('pending', 'failed'))
-                  THEN 1 ELSE 0 END
-           FROM UNNEST({}::text[], {}::text[], {}::text[], {}::text[], {}::bytea[], {}::bigint[])
-             WITH ORDINALITY AS u(id, bot, conv, type, payload, created, ord)
-           ORDER BY ord",
-        v[0], v[1], v[2], v[3], v[4], v[5]
-    );
+    let v = p(7);
+    parts.push(format!(
+        "queued AS (
+           INSERT INTO events (id, chatbot_id, conversation_id, type, payload, created_at, status, attempts,
+             next_attempt_at, is_head, leased_until)
+           SELECT id, bot, conv, type, payload, created, 'pending', 0, created, head,
+             CASE WHEN head = 1 THEN lease ELSE 0 END
+           FROM (SELECT u.*,
+               CASE WHEN row_number() OVER (PARTITION BY conv ORDER BY ord) = 1
+                      AND NOT EXISTS (SELECT 1 FROM events x WHERE x.conversation_id = u.conv
+                                      AND x.status IN ('pending', 'failed'))
+                    THEN 1 ELSE 0 END AS head
+             FROM UNNEST({}::text[], {}::text[], {}::text[], {}::text[], {}::bytea[], {}::bigint[], {}::bigint[])
+               WITH ORDINALITY AS u(id, bot, conv, type, payload, created, lease, ord)) s
+           ORDER BY ord
+           RETURNING seq, id, is_head, leased_until)",
+        v[0], v[1], v[2], v[3], v[4], v[5], v[6]
+    ));
+    let heads = "SELECT seq, id, leased_until FROM queued WHERE is_head = 1";
     let last = if streaming {
-        parts.push(format!("queued AS ({events} RETURNING 1)"));
         let v = p(2);
-        format!(
-            "INSERT INTO stream_events (conversation_id, kind, data)
-         SELECT conv, 'message.updated', data FROM UNNEST({}::text[], {}::text[]) WITH ORDINALITY AS u(conv, data, ord)
-         ORDER BY ord RETURNING seq",
+        parts.push(format!(
+            "streamed AS (
+           INSERT INTO stream_events (conversation_id, kind, data)
+           SELECT conv, 'message.updated', data FROM UNNEST({}::text[], {}::text[]) WITH ORDINALITY AS u(conv, data, ord)
+           ORDER BY ord RETURNING seq)",
             v[0], v[1]
-        )
+        ));
+        format!("{heads} UNION ALL SELECT seq, NULL, NULL FROM streamed")
     } else {
-        events
+        heads.to_string()
     };
-    if parts.is_empty() {
-        last
-    } else {
-        format!("WITH {}\n         {last}", parts.join(", "))
-    }
+    format!("WITH {}\n         {last}", parts.join(", "))
 }
-
 #[cfg(test)]
 mod tests {
     use super::write_sql;
@@ -179,14 +212,14 @@ mod tests {
         for bits in 0..8u8 {
             let (a, c, s) = (bits & 1 == 1, bits & 2 == 2, bits & 4 == 4);
             let sql = write_sql(a, c, s);
-            let want = 6 * a as usize + 2 * c as usize + 6 + 2 * s as usize;
+            let want = 6 * a as usize + 2 * c as usize + 7 + 2 * s as usize;
             for k in 1..=want {
                 assert!(sql.contains(&format!("${k}::")), "{bits}: ${k} in {sql}");
             }
             assert!(!sql.contains(&format!("${}::", want + 1)), "{bits}: {sql}");
             assert_eq!(sql.contains("interactions"), a);
             assert_eq!(sql.contains("UPDATE messages"), c);
-            assert_eq!(sql.contains("RETURNING seq"), s);
+            assert_eq!(sql.contains("stream_events"), s);
         }
     }
 }
