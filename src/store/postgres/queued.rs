@@ -59,7 +59,7 @@ impl Lease {
     /// The lease to write on a head event of `bot` (0: none, for an
     /// endpoint disabled or without room).
     pub fn for_chatbot(&self, bot: &Chatbot) -> i64 {
-        if bot.endpoint_disabled || self.skipped.iter().any(|s| *s == bot.id) {
+        if bot.endpoint_disabled || self.skipped.contains(&bot.id) {
             0
         } else {
             self.until
