@@ -10,6 +10,8 @@ use tokio_util::sync::CancellationToken;
 use crate::store::{AttemptRecord, Store};
 
 const BATCH: usize = 512;
+/// How long a short batch waits for more outcomes: outcomes arrive one by
+/// one when clicks do, and each write is a transaction (docs/DECISIONS.md).
 const LINGER: Duration = Duration::from_millis(5);
 /// Write tries left for the last batch once shutdown began.
 const FINAL_TRIES: u32 = 5;
@@ -28,7 +30,7 @@ pub async fn run(
                 if n == 0 {
                     return;
                 }
-                if n < BATCH && !LINGER.is_zero() {
+                if n < BATCH {
                     tokio::select! {
                         _ = tokio::time::sleep(LINGER) => {}
                         _ = stop.cancelled() => {}

@@ -355,9 +355,13 @@ async fn apply_set(
     tx.commit().await?;
     if let Some(l) = &lease {
         let back = queued.push(hot, l.until);
-        if !back.is_empty() {
-            // Closed while the batch ran: the table's again, for anyone.
-            super::queue::release_to_table(pool, instance, back).await?;
+        // Closed while the batch ran: the table's again, for anyone. The
+        // clicks are committed whatever this does (an error here must not
+        // send them round again).
+        if !back.is_empty()
+            && let Err(e) = super::queue::release_to_table(pool, instance, back).await
+        {
+            tracing::warn!(error = %e, "giving back queued deliveries failed; their leases expire");
         }
     }
     for (k, d) in done {
