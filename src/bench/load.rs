@@ -67,6 +67,8 @@ impl Target {
 #[derive(Debug, Default, Clone)]
 pub struct Sent {
     pub accepted: u64,
+    /// Click sent (or scheduled) → its 200 answer, in microseconds.
+    pub accept_us: Vec<u64>,
     pub errors: u64,
     pub first_error: Option<String>,
     pub started: Option<Instant>,
@@ -76,6 +78,7 @@ pub struct Sent {
 impl Sent {
     fn merge(&mut self, o: Sent) {
         self.accepted += o.accepted;
+        self.accept_us.extend(o.accept_us);
         self.errors += o.errors;
         if self.first_error.is_none() {
             self.first_error = o.first_error;
@@ -144,7 +147,11 @@ async fn click(
     let (url, action) = t.next();
     tracker.sent(t.idx, at, action);
     match send(client, t, url, action).await {
-        Ok(()) => out.accepted += 1,
+        Ok(()) => {
+            out.accepted += 1;
+            out.accept_us
+                .push(at.elapsed().as_micros().min(u128::from(u64::MAX)) as u64);
+        }
         Err(e) => {
             tracker.unsent(t.idx);
             out.errors += 1;

@@ -64,6 +64,9 @@ pub struct ModeReport {
     /// the backlog mode: the drain after the receiver came back).
     pub delivered_per_s: f64,
     pub e2e_ms: Percentiles,
+    /// Click sent (or scheduled) → its answer: the part of `e2e_ms` before
+    /// the delivery.
+    pub accept_ms: Percentiles,
     /// The mean of the floor runs' throughputs.
     pub floor_per_s: f64,
     /// Each floor run's min(accepted_per_s, delivered_per_s): before the
@@ -210,6 +213,10 @@ pub fn table(reports: &[ModeReport]) -> String {
                 "{name}: check {}: {}\n",
                 if r.check.passed() { "passed" } else { "FAILED" },
                 r.check.describe()
+            ));
+            s.push_str(&format!(
+                "{name}: clicks answered in p50 {:.2} / p90 {:.2} / p99 {:.2} ms (the rest of e2e is the delivery)\n",
+                r.accept_ms.p50, r.accept_ms.p90, r.accept_ms.p99
             ));
         }
         if let Some(db) = r.database_cpu_s {

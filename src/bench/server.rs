@@ -267,7 +267,7 @@ impl Meter {
         mode: &'static str,
         ctx: &Ctx,
         clicks: u64,
-        sent: Sent,
+        mut sent: Sent,
         a: Arrivals,
     ) -> ModeReport {
         let server_cpu_s = cpu_of(&self.pids) - self.server0;
@@ -290,6 +290,7 @@ impl Meter {
             accepted_per_s: sent.per_s(),
             delivered_per_s,
             e2e_ms: Percentiles::of(a.latencies_us),
+            accept_ms: Percentiles::of(std::mem::take(&mut sent.accept_us)),
             server_cpu_s,
             server_cpu_us_per_click: if sent.accepted > 0 {
                 server_cpu_s * 1e6 / sent.accepted as f64

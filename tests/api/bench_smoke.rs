@@ -111,6 +111,13 @@ fn assert_consistent(r: &Value, clicks: u64) {
         0.0 < p50 && p50 <= p90 && p90 <= p99 && p99 <= max,
         "{mode}: percentiles out of order: {e2e}"
     );
+    // How long a click took to be answered, the first part of its e2e.
+    let accept = &r["accept_ms"];
+    let (a50, a99) = (num(accept, "p50"), num(accept, "p99"));
+    assert!(
+        0.0 < a50 && a50 <= a99 && a99 <= num(accept, "max"),
+        "{mode}: answer latency {accept} against e2e {e2e}"
+    );
     for key in [
         "accepted_per_s",
         "delivered_per_s",
