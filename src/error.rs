@@ -23,9 +23,17 @@ pub enum ApiError {
         retry_after_secs: u64,
         detail: String,
     },
+    /// The storage cannot serve the request now: 503 with `Retry-After`;
+    /// the same request may succeed a moment later.
+    #[error("service unavailable: {0}")]
+    Unavailable(String),
     #[error("internal error: {0}")]
     Internal(String),
 }
+
+/// The `Retry-After` of a 503: a database failing over is back within
+/// seconds, and a client that waits one is not a flood.
+pub const UNAVAILABLE_RETRY_AFTER_SECS: u64 = 1;
 
 pub type ApiResult<T, E = ApiError> = Result<T, E>;
 
@@ -104,6 +112,7 @@ impl ApiError {
             ApiError::Problem { status, .. } => *status,
             ApiError::Validation(_) => StatusCode::UNPROCESSABLE_ENTITY,
             ApiError::RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
+            ApiError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -112,6 +121,7 @@ impl ApiError {
             ApiError::Problem { code, .. } => code,
             ApiError::Validation(_) => "validation_failed",
             ApiError::RateLimited { .. } => "rate_limited",
+            ApiError::Unavailable(_) => "service_unavailable",
             ApiError::Internal(_) => "internal_error",
         }
     }
@@ -154,6 +164,14 @@ impl ResponseError for ApiError {
                 Some(errs.as_slice()),
             ),
             ApiError::RateLimited { detail, .. } => ("Rate limited", detail.clone(), None),
+            ApiError::Unavailable(e) => {
+                tracing::warn!(error = %e, "storage unavailable; answered 503");
+                (
+                    "Service unavailable",
+                    "the storage cannot be reached just now; try again after Retry-After".into(),
+                    None,
+                )
+            }
             ApiError::Internal(e) => {
                 tracing::error!(error = %e, "internal error");
                 (
@@ -173,11 +191,16 @@ impl ResponseError for ApiError {
             errors,
         };
         let mut out = HttpResponse::build(self.status());
-        if let ApiError::RateLimited {
-            retry_after_secs, ..
-        } = self
-        {
-            out.insert_header(("Retry-After", retry_after_secs.to_string()));
+        match self {
+            ApiError::RateLimited {
+                retry_after_secs, ..
+            } => {
+                out.insert_header(("Retry-After", retry_after_secs.to_string()));
+            }
+            ApiError::Unavailable(_) => {
+                out.insert_header(("Retry-After", UNAVAILABLE_RETRY_AFTER_SECS.to_string()));
+            }
+            _ => {}
         }
         let mut resp = out
             .content_type("application/problem+json")
@@ -232,6 +255,7 @@ impl From<crate::store::StoreError> for ApiError {
             StoreError::NotFound => ApiError::not_found(),
             StoreError::Rejected(r) => r.into(),
             StoreError::Backend(msg) => ApiError::Internal(msg),
+            StoreError::Unavailable(msg) => ApiError::Unavailable(msg),
         }
     }
 }

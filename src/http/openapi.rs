@@ -5,6 +5,8 @@
 //! - the three bearer credentials are declared security schemes
 //!   (`admin_token`, `api_key`, `visitor_token`); an operation names one in
 //!   `security(...)` and gets `401` (and `429` where §10 limits it);
+//! - an operation under `/api/v1` or `/widget/v1` gets `503` (the database
+//!   out of reach, with `Retry-After`);
 //! - an operation with a request body gets `400` (malformed JSON), `413`,
 //!   `415` and `422`; one with a path parameter gets `404`; one under
 //!   `/widget/v1` gets `403` (origin not allowed);
@@ -282,6 +284,10 @@ fn common_errors(
         out.push(("403", "origin_not_allowed"));
     }
     if path.starts_with("/api/v1/") || path.starts_with("/widget/v1/") {
+        out.push((
+            "503",
+            "service_unavailable: the database cannot be reached just now (with Retry-After)",
+        ));
         // Query strings are checked too (limit, cursor, status filters).
         if op
             .get("parameters")

@@ -29,6 +29,11 @@ pub enum StoreError {
     Rejected(Rejection),
     #[error("storage error: {0}")]
     Backend(String),
+    /// The storage cannot be reached now (a database restarting or failing
+    /// over, no connection free in time); the same request may succeed a
+    /// moment later.
+    #[error("storage unavailable: {0}")]
+    Unavailable(String),
 }
 
 /// A stored document that does not parse, or a document that does not

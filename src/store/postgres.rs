@@ -68,7 +68,11 @@ fn backend(e: impl std::fmt::Display) -> StoreError {
 impl From<sqlx::Error> for StoreError {
     fn from(e: sqlx::Error) -> Self {
         connect::note_error(&e);
-        backend(e)
+        if connect::transient(&e) {
+            StoreError::Unavailable(e.to_string())
+        } else {
+            backend(e)
+        }
     }
 }
 

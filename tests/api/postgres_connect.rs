@@ -290,3 +290,76 @@ async fn connections_cut_under_the_instance_lose_no_click() {
         "each event delivered once"
     );
 }
+
+/// A database that refuses connections (restarting, failing over, out of
+/// connection slots): a click waits no longer than the pool's acquire
+/// timeout, twice, and is answered 503 `service_unavailable` with
+/// `Retry-After`, as problem JSON; nothing of it is stored. Once the
+/// database takes connections again, the same click is accepted and its
+/// event delivered, once.
+#[actix_web::test]
+async fn a_database_out_of_reach_answers_503_with_retry_after() {
+    let url = fresh_postgres_database().await;
+    let u = url.clone();
+    let app = spawn_app_with(|c| c.database = Database::Postgres(u)).await;
+    let mut rx = Receiver::start().await;
+    let bot = app.create_bot(&rx.url).await;
+    let conv = app.create_conv(&bot).await;
+    let msg = app.buttons(&bot, &conv, true).await;
+    let msg_id = msg["id"].as_str().unwrap();
+
+    let db = url.rsplit('/').next().unwrap_or_default().to_string();
+    let mut admin = sqlx::PgConnection::connect(&postgres_admin_url())
+        .await
+        .expect("admin connection");
+    sqlx::query(&format!("ALTER DATABASE \"{db}\" CONNECTION LIMIT 0"))
+        .execute(&mut admin)
+        .await
+        .expect("connection limit");
+    let cut: i64 = sqlx::query_scalar(
+        "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname = $1",
+    )
+    .bind(&db)
+    .fetch_one(&mut admin)
+    .await
+    .expect("terminate");
+    assert!(cut >= 1, "{cut}");
+
+    let t = std::time::Instant::now();
+    let r = app.click(&conv, msg_id, "b1", "approve").await;
+    let waited = t.elapsed();
+    assert_eq!(r.status(), 503, "{}", r.text().await.unwrap_or_default());
+    assert_eq!(r.headers()["retry-after"], "1");
+    assert_eq!(r.headers()["content-type"], "application/problem+json");
+    let body: serde_json::Value = r.json().await.expect("problem JSON");
+    assert_eq!(body["code"], "service_unavailable", "{body}");
+    assert_eq!(body["status"], 503, "{body}");
+    assert!(
+        waited < std::time::Duration::from_secs(15),
+        "answered after {waited:?}"
+    );
+
+    sqlx::query(&format!("ALTER DATABASE \"{db}\" CONNECTION LIMIT -1"))
+        .execute(&mut admin)
+        .await
+        .expect("connection limit lifted");
+    let r = app.click(&conv, msg_id, "b1", "approve").await;
+    assert_eq!(r.status(), 200, "{}", r.text().await.unwrap_or_default());
+    let got = rx.take(1, std::time::Duration::from_secs(15)).await;
+    let body: serde_json::Value = serde_json::from_slice(&got[0].body).expect("a JSON event");
+    assert_eq!(body["message_id"], msg["id"], "{body}");
+    assert!(
+        rx.next(std::time::Duration::from_millis(1500))
+            .await
+            .is_none(),
+        "the refused click left no event"
+    );
+    let mut store = sqlx::PgConnection::connect(&url)
+        .await
+        .expect("a connection to the store");
+    let events: i64 = sqlx::query_scalar("SELECT count(*) FROM events")
+        .fetch_one(&mut store)
+        .await
+        .expect("events");
+    assert_eq!(events, 1, "only the accepted click is stored");
+}

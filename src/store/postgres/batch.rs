@@ -18,7 +18,9 @@
 //! messages' interactions. A batch that fails as a whole (a deadlock with
 //! another instance's, a lost connection) is run again one click per
 //! transaction, as is a click whose block is gone from its message (the
-//! rare `replaced` check, which reads closed interactions too).
+//! rare `replaced` check, which reads closed interactions too). When one of
+//! those finds the database out of reach as well, the rest of the batch is
+//! answered so (503 with `Retry-After`) without waiting again.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -170,8 +172,18 @@ impl Inner {
             }
             Err(e) => {
                 tracing::debug!(error = %e, clicks = jobs.len(), "a click batch failed; one by one");
+                // A click that finds the database out of reach on its own
+                // too answers for the rest: each would wait as long again.
+                let mut down: Option<String> = None;
                 for job in jobs {
-                    let _ = job.reply.send((self.single)(job.req).await);
+                    let r = match &down {
+                        Some(e) => Err(StoreError::Unavailable(e.clone())),
+                        None => (self.single)(job.req).await,
+                    };
+                    if let Err(StoreError::Unavailable(e)) = &r {
+                        down = Some(e.clone());
+                    }
+                    let _ = job.reply.send(r);
                 }
             }
         }

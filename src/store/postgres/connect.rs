@@ -17,6 +17,11 @@ use crate::store::{StoreError, StoreResult};
 /// of streams and pages at once (docs/DEPLOYMENT.md).
 pub const DEFAULT_POOL: u32 = 16;
 
+/// How long a request waits for a connection before it is answered 503
+/// with `Retry-After` (sqlx's default is 30 s): a database that is
+/// restarting or failing over says so quickly, and a client retries.
+pub const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(5);
+
 /// A connection idle for longer than this is checked (one round trip)
 /// before it is handed out; one in use within it is not: a ping on every
 /// acquire was a round trip more per statement on the hot path
@@ -55,6 +60,24 @@ fn lost_connection(e: &sqlx::Error) -> bool {
     }
 }
 
+/// A failure that says nothing of the request, only that the database
+/// cannot be reached now: a lost or refused connection, no connection
+/// free within [`ACQUIRE_TIMEOUT`], PostgreSQL's class 53 (insufficient
+/// resources, such as too many connections) and 57P03 (starting up). A
+/// deadlock is not one of them: the click batch runs its clicks again one
+/// by one for it.
+pub fn transient(e: &sqlx::Error) -> bool {
+    match e {
+        sqlx::Error::PoolTimedOut | sqlx::Error::PoolClosed => true,
+        sqlx::Error::Database(d) => {
+            d.code()
+                .is_some_and(|c| c.starts_with("53") || &*c == "57P03")
+                || lost_connection(e)
+        }
+        _ => lost_connection(e),
+    }
+}
+
 fn recently_cut() -> bool {
     crate::domain::time::now_ms() - CUT_AT.load(Ordering::Relaxed) < CHECK_AFTER_A_CUT_MS
 }
@@ -71,6 +94,7 @@ pub fn options(url: &str) -> StoreResult<PgConnectOptions> {
 pub async fn pool(opts: &PgConnectOptions, size: u32) -> StoreResult<PgPool> {
     PgPoolOptions::new()
         .max_connections(size.max(1))
+        .acquire_timeout(ACQUIRE_TIMEOUT)
         .test_before_acquire(false)
         .before_acquire(|conn, meta| {
             Box::pin(async move {
