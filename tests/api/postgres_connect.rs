@@ -236,18 +236,34 @@ async fn connection_errors_never_show_the_password() {
     }
 }
 
+/// An instance on a fresh database (its URL), a receiver, and a
+/// conversation of a chatbot that sends to it.
+async fn on_a_fresh_database() -> (String, TestApp, Receiver, Bot, Conv) {
+    let url = fresh_postgres_database().await;
+    let u = url.clone();
+    let app = spawn_app_with(|c| c.database = Database::Postgres(u)).await;
+    let rx = Receiver::start().await;
+    let bot = app.create_bot(&rx.url).await;
+    let conv = app.create_conv(&bot).await;
+    (url, app, rx, bot, conv)
+}
+
+/// The name of `url`'s database, and an administrator's connection.
+async fn admin_of(url: &str) -> (String, sqlx::PgConnection) {
+    let db = url.rsplit('/').next().unwrap_or_default().to_string();
+    let admin = sqlx::PgConnection::connect(&postgres_admin_url())
+        .await
+        .expect("admin connection");
+    (db, admin)
+}
+
 /// Connections cut under a running instance (a database restart, a
 /// failover, an operator's `pg_terminate_backend`), including the ones its
 /// claim loop and recorder keep: the next click is accepted, and both
 /// clicks' events are delivered, each once.
 #[actix_web::test]
 async fn connections_cut_under_the_instance_lose_no_click() {
-    let url = fresh_postgres_database().await;
-    let u = url.clone();
-    let app = spawn_app_with(|c| c.database = Database::Postgres(u)).await;
-    let mut rx = Receiver::start().await;
-    let bot = app.create_bot(&rx.url).await;
-    let conv = app.create_conv(&bot).await;
+    let (url, app, mut rx, bot, conv) = on_a_fresh_database().await;
     let first = app.buttons(&bot, &conv, true).await;
     let second = app.buttons(&bot, &conv, true).await;
     let r = app
@@ -259,10 +275,7 @@ async fn connections_cut_under_the_instance_lose_no_click() {
         1
     );
 
-    let db = url.rsplit('/').next().unwrap_or_default().to_string();
-    let mut admin = sqlx::PgConnection::connect(&postgres_admin_url())
-        .await
-        .expect("admin connection");
+    let (db, mut admin) = admin_of(&url).await;
     let cut: i64 = sqlx::query_scalar(
         "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
          WHERE datname = $1 AND application_name <> 'blockhook listener'",
@@ -299,19 +312,11 @@ async fn connections_cut_under_the_instance_lose_no_click() {
 /// event delivered, once.
 #[actix_web::test]
 async fn a_database_out_of_reach_answers_503_with_retry_after() {
-    let url = fresh_postgres_database().await;
-    let u = url.clone();
-    let app = spawn_app_with(|c| c.database = Database::Postgres(u)).await;
-    let mut rx = Receiver::start().await;
-    let bot = app.create_bot(&rx.url).await;
-    let conv = app.create_conv(&bot).await;
+    let (url, app, mut rx, bot, conv) = on_a_fresh_database().await;
     let msg = app.buttons(&bot, &conv, true).await;
     let msg_id = msg["id"].as_str().unwrap();
 
-    let db = url.rsplit('/').next().unwrap_or_default().to_string();
-    let mut admin = sqlx::PgConnection::connect(&postgres_admin_url())
-        .await
-        .expect("admin connection");
+    let (db, mut admin) = admin_of(&url).await;
     sqlx::query(&format!("ALTER DATABASE \"{db}\" CONNECTION LIMIT 0"))
         .execute(&mut admin)
         .await
