@@ -49,8 +49,9 @@ pub struct ServeArgs {
         default_value = "sqlite://blockhook.db"
     )]
     pub database: String,
-    /// Connections to PostgreSQL per instance (with several instances the
-    /// server must allow their sum; docs/DEPLOYMENT.md).
+    /// Connections to PostgreSQL per instance, at least 2: one is the click
+    /// batches' own (with several instances the server must allow their
+    /// sum; docs/DEPLOYMENT.md).
     #[arg(long, env = "BLOCKHOOK_DATABASE_POOL", default_value_t = crate::store::postgres::connect::DEFAULT_POOL)]
     pub database_pool: u32,
     /// Base of every response_url (default `http://{addr}`).
@@ -296,8 +297,11 @@ impl TryFrom<ServeArgs> for Config {
                 redact_url(&a.database)
             ));
         };
-        if a.database_pool == 0 {
-            return Err("--database-pool must be at least 1".into());
+        if a.database_pool < 2 {
+            return Err(
+                "--database-pool must be at least 2 (one connection is the click batches' own)"
+                    .into(),
+            );
         }
         if a.retry_max_attempts == 0 {
             return Err("--retry-max-attempts must be at least 1".into());
@@ -362,5 +366,17 @@ mod tests {
             url,
         );
         assert!(!e.contains("s3cr"), "{e}");
+    }
+
+    #[test]
+    fn a_pool_leaves_the_click_batches_a_connection_of_their_own() {
+        let with = |n: u32| {
+            let mut a = ServeArgs::defaults_from_env().expect("defaults");
+            a.database_pool = n;
+            Config::try_from(a).map(|c| c.database_pool)
+        };
+        let e = with(1).expect_err("a pool of one is refused");
+        assert!(e.contains("--database-pool must be at least 2"), "{e}");
+        assert_eq!(with(2), Ok(2));
     }
 }

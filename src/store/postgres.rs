@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use sqlx::postgres::{PgPool, PgRow};
-use sqlx::{Postgres, Row, Transaction};
+use sqlx::{ConnectOptions, Postgres, Row, Transaction};
 
 use super::*;
 use crate::domain::inbox::{Interaction, NewInteraction};
@@ -22,6 +22,7 @@ mod events;
 mod inbox;
 mod interactions;
 mod lifecycle;
+mod literal;
 mod messages;
 pub mod notify;
 mod queue;
@@ -111,11 +112,23 @@ impl PostgresStore {
     /// `sslmode` says) and brings the schema up to date.
     pub async fn open(url: &str, hub: Arc<Hub>, pool_size: u32) -> StoreResult<Self> {
         let opts = connect::options(url)?;
-        let pool = connect::pool(&opts, pool_size).await?;
+        // One of the pool's connections is the click batches' own, in a
+        // pool of its own: its statements carry their values as text
+        // (batch.rs), so sqlx logs none of them (a response URL's token
+        // must not reach a log line).
+        let pool = connect::pool(&opts, pool_size.saturating_sub(1).max(1)).await?;
+        let quiet = opts.clone().disable_statement_logging();
+        let batch_conn = connect::Held::kept(connect::pool(&quiet, 1).await?);
         let instance = notify::Instance::new();
         let single = batch::single(pool.clone(), instance.clone());
         let queued = Arc::new(queued::Queued::new(hub.clone()));
-        let clicks = batch::Batcher::new(pool.clone(), instance.clone(), single, queued.clone());
+        let clicks = batch::Batcher::new(
+            pool.clone(),
+            batch_conn,
+            instance.clone(),
+            single,
+            queued.clone(),
+        );
         let mut store = Self {
             pool: pool.clone(),
             hub,

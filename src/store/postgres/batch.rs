@@ -4,7 +4,8 @@
 //! queue, and the batch's task takes all of them into its next transaction
 //! when it has committed. Each transaction is one statement per step
 //! whatever the number of clicks, and one commit (`synchronous_commit` as
-//! the server has it: a click is answered only once its commit is durable).
+//! the server has it: a click is answered only once its commit is durable),
+//! in two round trips on a connection of the batches' own.
 //!
 //! A batch runs on a task of the runtime of the click that started it (an
 //! HTTP worker's), not beside the delivery tasks; one at a time.
@@ -22,15 +23,18 @@
 //! those finds the database out of reach as well, the rest of the batch is
 //! answered so (503 with `Retry-After`) without waiting again.
 
-use std::collections::HashMap;
+use std::sync::atomic::{AtomicU16, Ordering};
 use std::sync::{Arc, Mutex};
 
-use sqlx::postgres::PgPool;
+use futures_util::TryStreamExt;
+use sqlx::Either;
+use sqlx::postgres::{PgConnection, PgPool, PgRow};
 use tokio::sync::oneshot;
 
+use super::connect::Held;
+use super::message_json;
 use super::notify::Instance;
 use super::queued::Queued;
-use super::{backend, message_json};
 use crate::domain::inbox as domain;
 use crate::domain::interact::Context;
 use crate::domain::model::Chatbot;
@@ -43,8 +47,7 @@ use crate::store::{
 mod read;
 mod write;
 
-use read::lock_and_read;
-use write::write;
+use write::write_statement;
 
 /// Most clicks in one transaction.
 const MAX_BATCH: usize = 256;
@@ -84,17 +87,31 @@ pub struct Batcher {
 struct Inner {
     queue: Mutex<Queue>,
     pool: PgPool,
+    /// The batches' own connection (one batch at a time), and the
+    /// statements prepared on it.
+    conn: Held,
+    prepared: AtomicU16,
     instance: Instance,
     single: Single,
     queued: Arc<Queued>,
 }
 
 impl Batcher {
-    pub fn new(pool: PgPool, instance: Instance, single: Single, queued: Arc<Queued>) -> Self {
+    /// Clicks on `conn`, a connection of their own; `pool` gives queued
+    /// deliveries back to the table.
+    pub fn new(
+        pool: PgPool,
+        conn: Held,
+        instance: Instance,
+        single: Single,
+        queued: Arc<Queued>,
+    ) -> Self {
         Self {
             inner: Arc::new(Inner {
                 queue: Mutex::new(Queue::default()),
                 pool,
+                conn,
+                prepared: AtomicU16::new(0),
                 instance,
                 single,
                 queued,
@@ -155,7 +172,16 @@ impl Inner {
 
     async fn batch(&self, jobs: Vec<Job>) {
         let reqs: Vec<&InteractRequest> = jobs.iter().map(|j| &j.req).collect();
-        match apply_set(&self.pool, &self.instance, &self.queued, &reqs).await {
+        match apply_set(
+            &self.conn,
+            &self.prepared,
+            &self.pool,
+            &self.instance,
+            &self.queued,
+            &reqs,
+        )
+        .await
+        {
             Ok(results) => {
                 let mut later = Vec::new();
                 for (job, r) in jobs.into_iter().zip(results) {
@@ -203,27 +229,83 @@ pub(super) struct Decision {
     /// The message after this click, when the click changed it.
     changed: Option<String>,
     answered: Option<ApiEvent>,
+    /// The click's answer.
+    out: Interacted,
 }
 
 type Results = Vec<Option<StoreResult<Done>>>;
 
 /// Applies the clicks in one transaction. Per click: `Some(result)`, or
 /// `None` for one to run on its own afterwards.
+///
+/// Two round trips: `BEGIN` and the read in one message, the write and
+/// `COMMIT` in another; a third, the notifications with the `COMMIT`, only
+/// where another instance may hear them (they name the write's stream
+/// entries). Each message is a simple query of `EXECUTE`s of statements
+/// prepared on the batches' own connection, the values written into it
+/// (see [`super::literal`]): bound parameters would take a round trip per
+/// statement. A failure closes that connection, whatever transaction it
+/// left open with it. Once the message with the `COMMIT` came back, nothing
+/// fails the batch (a failure then would send committed clicks round again).
 async fn apply_set(
+    held: &Held,
+    prepared: &AtomicU16,
     pool: &PgPool,
     instance: &Instance,
     queued: &Queued,
     reqs: &[&InteractRequest],
 ) -> StoreResult<Results> {
-    let mut tx = pool.begin().await?;
-    let mut ids: Vec<&str> = reqs.iter().map(|r| r.message_id.as_str()).collect();
+    let mut held = held.get().await?;
+    if held.fresh() {
+        prepared.store(0, Ordering::Relaxed);
+    }
+    let r = match held.conn() {
+        Ok(conn) => apply_on(conn, prepared, pool, instance, queued, reqs).await,
+        Err(e) => Err(e),
+    };
+    held.check_closing(r)
+}
+
+/// The statements a message must prepare before it uses them: those of
+/// `bits` not yet in `prepared` (see [`READ`] and [`write::Shape::bit`]).
+fn to_prepare(prepared: &AtomicU16, bits: u16, sql: impl FnOnce() -> String) -> String {
+    if prepared.load(Ordering::Relaxed) & bits == bits {
+        return String::new();
+    }
+    format!("{}; ", sql())
+}
+
+/// The read's bit in the set of prepared statements (the write's shapes
+/// have 0 to 7).
+const READ: u16 = 1 << 8;
+
+async fn apply_on(
+    conn: &mut PgConnection,
+    prepared: &AtomicU16,
+    pool: &PgPool,
+    instance: &Instance,
+    queued: &Queued,
+    reqs: &[&InteractRequest],
+) -> StoreResult<Results> {
+    // A message id with a NUL names no message (text cannot hold one).
+    let mut ids: Vec<&str> = reqs
+        .iter()
+        .map(|r| r.message_id.as_str())
+        .filter(|id| !id.contains('\0'))
+        .collect();
     ids.sort_unstable();
     ids.dedup();
-    let (mut messages, ctx, mut interactions) = lock_and_read(&mut tx, &ids).await?;
+    // A statement is prepared in the message that first uses it: one
+    // result more to skip, and the bit set once the message went through.
+    let prep = to_prepare(prepared, READ, read::prepare);
+    let skip = 1 + usize::from(!prep.is_empty());
+    let sql = format!("BEGIN; {prep}{}", read::execute(&ids)?);
+    let rows = simple(conn, &sql, skip).await?;
+    prepared.fetch_or(READ, Ordering::Relaxed);
+    let (mut messages, ctx, mut interactions) = read::parse(&rows)?;
 
     let mut results: Results = (0..reqs.len()).map(|_| None).collect();
     let mut decisions = Vec::new();
-    let mut outs: HashMap<usize, Interacted> = HashMap::new();
     for (k, req) in reqs.iter().enumerate() {
         let Some(msg) = messages.get_mut(&req.message_id) else {
             results[k] = Some(Err(StoreError::NotFound));
@@ -285,31 +367,44 @@ async fn apply_set(
             created_at: req.now_ms,
             changed: d.changed.then(|| message_json(msg)),
             answered,
-        });
-        let typing = msg.typing_on_interaction;
-        outs.insert(
-            k,
-            Interacted {
+            out: Interacted {
                 message: msg.clone(),
-                typing,
+                typing: msg.typing_on_interaction,
                 json: None,
             },
-        );
+        });
     }
     if decisions.is_empty() {
-        tx.rollback().await?;
+        simple(conn, "ROLLBACK", 0).await?;
         return Ok(results);
     }
 
     let lease = queued.lease(crate::domain::time::now_ms());
-    let written = write(
-        &mut tx,
-        &interactions,
-        &messages,
-        &decisions,
-        lease.as_ref(),
-    )
-    .await?;
+    let (shape, write) = write_statement(&interactions, &messages, &decisions, lease.as_ref())?;
+    let bit = 1u16 << shape.bit();
+    let prep = to_prepare(prepared, bit, || shape.prepare());
+    let skip = usize::from(!prep.is_empty());
+    // The notifications name the write's stream entries: where another
+    // instance may hear them they go in a message of their own with the
+    // commit; alone, the commit goes with the write.
+    let peers = instance.has_peers();
+    let sql = if peers {
+        format!("{prep}{write}")
+    } else {
+        format!("{prep}{write}; COMMIT")
+    };
+    let rows = simple(conn, &sql, skip).await?;
+    let written = match write::parse(&rows) {
+        Ok(w) => w,
+        Err(e) if peers => return Err(e),
+        // Committed: the clicks stand; what the rows did not say is found
+        // in the table (queued events once their lease runs out).
+        Err(e) => {
+            tracing::error!(error = %e, "a committed click batch's rows did not read");
+            write::Written::unread()
+        }
+    };
+    prepared.fetch_or(bit, Ordering::Relaxed);
 
     let mut notes = super::notify::Notes::new(instance);
     if written.due {
@@ -321,25 +416,22 @@ async fn apply_set(
     for d in decisions {
         let mut stream = Vec::new();
         if let Some(data) = d.changed {
-            let seq = seqs
-                .next()
-                .ok_or_else(|| backend("stream entries missing"))?;
-            let e = StreamEvent {
-                seq,
-                conversation_id: d.conversation_id.clone(),
-                kind: "message.updated".into(),
-                data,
-            };
-            notes.stream(&e);
-            stream.push(e);
+            // One entry per changed click, by the statement's making.
+            if let Some(seq) = seqs.next() {
+                let e = StreamEvent {
+                    seq,
+                    conversation_id: d.conversation_id.clone(),
+                    kind: "message.updated".into(),
+                    data,
+                };
+                notes.stream(&e);
+                stream.push(e);
+            }
         }
         let api: Vec<ApiEvent> = d.answered.into_iter().collect();
         for a in &api {
             notes.api(a);
         }
-        let out = outs
-            .remove(&d.job)
-            .ok_or_else(|| backend("click result missing"))?;
         if let Some(&seq) = written.queued.get(&d.event_id) {
             hot.push(Claimed {
                 seq,
@@ -356,15 +448,20 @@ async fn apply_set(
         done.push((
             d.job,
             Done {
-                out,
+                out: d.out,
                 stream,
                 api,
                 due,
             },
         ));
     }
-    notes.send(&mut tx).await?;
-    tx.commit().await?;
+    if peers {
+        let sql = match notes.statement()? {
+            Some(n) => format!("{n}; COMMIT"),
+            None => "COMMIT".to_string(),
+        };
+        simple(conn, &sql, 0).await?;
+    }
     if let Some(l) = &lease {
         let back = queued.push(hot, l.until);
         // Closed while the batch ran: the table's again, for anyone. The
@@ -380,6 +477,22 @@ async fn apply_set(
         results[k] = Some(Ok(d));
     }
     Ok(results)
+}
+
+/// Runs `sql`, one or more statements in one message (a simple query), to
+/// its end, and returns the rows of its statement number `statement`.
+async fn simple(conn: &mut PgConnection, sql: &str, statement: usize) -> StoreResult<Vec<PgRow>> {
+    let mut rows = Vec::new();
+    let mut ended = 0;
+    let mut steps = sqlx::raw_sql(sql).fetch_many(&mut *conn);
+    while let Some(step) = steps.try_next().await? {
+        match step {
+            Either::Left(_) => ended += 1,
+            Either::Right(row) if ended == statement => rows.push(row),
+            Either::Right(_) => {}
+        }
+    }
+    Ok(rows)
 }
 
 /// One click in a transaction of its own, as before group commit: for a

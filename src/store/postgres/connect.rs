@@ -167,15 +167,26 @@ impl Held {
         }
     }
 
+    /// A connection kept whatever the size of its pool (a pool of its own).
+    pub fn kept(pool: PgPool) -> Self {
+        Self {
+            pool,
+            keep: true,
+            conn: tokio::sync::Mutex::new(None),
+        }
+    }
+
     /// The connection, for one use at a time.
     pub async fn get(&self) -> StoreResult<HeldConn<'_>> {
         let mut g = self.conn.lock().await;
-        if g.is_none() {
+        let fresh = g.is_none();
+        if fresh {
             *g = Some(self.pool.acquire().await?);
         }
         Ok(HeldConn {
             conn: g,
             keep: self.keep,
+            fresh,
         })
     }
 }
@@ -196,9 +207,17 @@ impl Drop for Held {
 pub struct HeldConn<'a> {
     conn: tokio::sync::MutexGuard<'a, Option<PoolConnection<Postgres>>>,
     keep: bool,
+    fresh: bool,
 }
 
 impl HeldConn<'_> {
+    /// Whether this use took the connection from the pool (what an earlier
+    /// use set up on the connection it kept, such as prepared statements,
+    /// is not there).
+    pub fn fresh(&self) -> bool {
+        self.fresh
+    }
+
     pub fn conn(&mut self) -> StoreResult<&mut PgConnection> {
         self.conn
             .as_deref_mut()
@@ -209,6 +228,21 @@ impl HeldConn<'_> {
     /// too small to keep it).
     pub fn check<T>(mut self, r: StoreResult<T>) -> StoreResult<T> {
         if r.is_err() || !self.keep {
+            *self.conn = None;
+        }
+        r
+    }
+
+    /// `r`, having closed the connection if `r` failed: for a use that may
+    /// leave a transaction open on failure (its `BEGIN` sent as text, not
+    /// through a `Transaction`, which rolls back), so that the pool never
+    /// hands such a connection out again.
+    pub fn check_closing<T>(mut self, r: StoreResult<T>) -> StoreResult<T> {
+        if r.is_err() {
+            if let Some(mut c) = self.conn.take() {
+                c.close_on_drop();
+            }
+        } else if !self.keep {
             *self.conn = None;
         }
         r

@@ -200,6 +200,22 @@ impl Notes {
             .await?;
         Ok(())
     }
+
+    /// The same as [`Self::send`] as a statement's text, for a caller that
+    /// sends it in one message with others (see [`super::literal`]): `None`
+    /// when there is nothing to send or nobody to hear it. The statement
+    /// answers with one row.
+    pub fn statement(&self) -> StoreResult<Option<String>> {
+        if self.payloads.is_empty() || !self.instance.has_peers() {
+            return Ok(None);
+        }
+        let mut channel = String::new();
+        super::literal::text(&mut channel, CHANNEL)?;
+        let payloads = super::literal::texts(self.payloads.iter().map(String::as_str))?;
+        Ok(Some(format!(
+            "SELECT count(pg_notify({channel}, p)) FROM unnest({payloads}::text[]) AS p"
+        )))
+    }
 }
 
 /// The payload of an erasure of `conversation`, sent in its transaction

@@ -113,6 +113,45 @@ async fn an_accepted_submit_turns_the_form_off_and_a_second_is_409() {
 }
 }
 
+store_test! {
+/// What a visitor types is stored and sent as typed, whatever quotes,
+/// backslashes or SQL it holds: in the event and in the message's state
+/// (PostgreSQL writes a click batch's values into the text of its
+/// statements).
+async fn quotes_backslashes_and_sql_in_values_come_back_byte_for_byte() {
+    let app = spawn_app().await;
+    let bot = app.create_bot(super::super::NOWHERE).await;
+    let conv = app.create_conv(&bot).await;
+    let m = form_message(&app, &bot, &conv, true).await;
+    let mid = m["id"].as_str().unwrap();
+    let name = r"O'Br\ien";
+    let details = "it's \\' \\\\x00ff E'\\'' $1 $$ ?; '); DROP TABLE events; --\n\t\"é\" \u{1F600} %s {}[]";
+    let sent = json!({"full_name": name, "email": "o'brien@example.com", "details": details, "consent": true});
+    let v = json_of(app.submit(&conv, mid, "f1", sent).await, 200).await;
+    assert_eq!(v["message"]["blocks"][0]["state"]["values"]["details"], details);
+
+    let events = events_of(&app, &bot, SUBMITTED).await;
+    assert_eq!(events.len(), 1);
+    let values = &events[0]["payload"]["values"];
+    assert_eq!(values["full_name"], name);
+    assert_eq!(values["email"], "o'brien@example.com");
+    assert_eq!(values["details"], details);
+    let stored = widget_message(&app, &conv, mid).await;
+    let state = &stored["blocks"][0]["state"];
+    assert_eq!(state["values"]["details"], details, "{state}");
+    assert_eq!(state["values"]["full_name"], name, "{state}");
+    // Nothing else was touched: the form is off, a second submit refused.
+    assert_eq!(state["disabled"], true, "{state}");
+    problem(
+        app.submit(&conv, mid, "f1", json!({"full_name": "Ana", "email": "a@example.com", "consent": true}))
+            .await,
+        409,
+        "block_disabled",
+    )
+    .await;
+}
+}
+
 fn sorted(mut v: Vec<(String, String)>) -> Vec<(String, String)> {
     v.sort();
     v

@@ -4,8 +4,9 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use sqlx::Row;
+use sqlx::postgres::PgRow;
 
-use super::super::{CHATBOT_COLS, Tx, chatbot_row_at, inbox, parse_message};
+use super::super::{CHATBOT_COLS, chatbot_row_at, inbox, literal, parse_message};
 use crate::domain::inbox as domain;
 use crate::domain::model::{Chatbot, Message};
 use crate::store::StoreResult;
@@ -34,20 +35,25 @@ pub(super) type Locked = (
 /// A row changed since the statement began is read as committed
 /// (PostgreSQL rechecks a row it waited for). A row of the first branch is
 /// a message with its conversation; of the second, an interaction.
-pub(super) async fn lock_and_read(tx: &mut Tx<'_>, ids: &[&str]) -> StoreResult<Locked> {
+///
+/// Prepared on the batches' connection as `bh_click_read(ids text[])`, once
+/// (see [`prepare`]); [`execute`] is its use, sent with the `BEGIN` before
+/// it in one message.
+pub(super) fn prepare() -> String {
     let typed = "NULL::text, NULL::text, NULL::text, NULL::text, NULL::text, NULL::text, NULL::text, \
                  NULL::text, NULL::text, NULL::text, NULL::bigint, NULL::bigint, NULL::bigint, NULL::bigint";
     let bot_cols: Vec<String> = CHATBOT_COLS.split(", ").map(|c| format!("b.{c}")).collect();
-    let rows = sqlx::query(&format!(
-        "WITH m AS MATERIALIZED (
-           SELECT id, doc, created_at, conversation_id FROM messages WHERE id = ANY($1) AND deleted = 0
+    format!(
+        "PREPARE bh_click_read(text[]) AS
+         WITH m AS MATERIALIZED (
+           SELECT id, doc, created_at, conversation_id FROM messages WHERE id = ANY($1::text[]) AND deleted = 0
            ORDER BY conversation_id, id FOR UPDATE),
          v AS MATERIALIZED (
            SELECT m.id, m.doc, m.created_at, v.id AS conv, v.created_at AS conv_at, v.taken_over_by, {bot}
            FROM m JOIN conversations v ON v.id = m.conversation_id JOIN chatbots b ON b.id = v.chatbot_id
            ORDER BY v.id, m.id FOR UPDATE OF v),
          i AS MATERIALIZED (
-           SELECT {cols} FROM interactions WHERE message_id = ANY($1) AND (status = 'pending' OR is_ask = 1)
+           SELECT {cols} FROM interactions WHERE message_id = ANY($1::text[]) AND (status = 'pending' OR is_ask = 1)
            ORDER BY message_id, seq FOR UPDATE)
          SELECT false, v.*, {typed} FROM v
          UNION ALL
@@ -55,17 +61,27 @@ pub(super) async fn lock_and_read(tx: &mut Tx<'_>, ids: &[&str]) -> StoreResult<
         cols = inbox::COLS,
         bot = bot_cols.join(", "),
         nulls = vec!["NULL"; 6 + bot_cols.len()].join(", "),
+    )
+}
+
+/// The read of the messages `ids`, as [`prepare`]d.
+pub(super) fn execute(ids: &[&str]) -> StoreResult<String> {
+    Ok(format!(
+        "EXECUTE bh_click_read({})",
+        literal::texts(ids.iter().copied())?
     ))
-    .bind(ids)
-    .fetch_all(&mut **tx)
-    .await?;
+}
+
+/// What the read's rows say.
+pub(super) fn parse(rows: &[PgRow]) -> StoreResult<Locked> {
+    let bot_cols = CHATBOT_COLS.split(", ").count();
     let mut messages = HashMap::with_capacity(rows.len());
     let mut convs = HashMap::new();
     let mut bots: HashMap<String, Arc<Chatbot>> = HashMap::new();
     let mut interactions: HashMap<String, Vec<domain::Interaction>> = HashMap::new();
-    for r in &rows {
+    for r in rows {
         if r.try_get::<bool, _>(0)? {
-            let i = inbox::row_at(r, 7 + bot_cols.len())?;
+            let i = inbox::row_at(r, 7 + bot_cols)?;
             interactions
                 .entry(i.message_id.clone())
                 .or_default()

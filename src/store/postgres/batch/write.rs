@@ -3,7 +3,10 @@
 use std::collections::{HashMap, HashSet};
 
 use super::super::queued::Lease;
-use super::super::{Tx, message_json};
+use sqlx::Row;
+use sqlx::postgres::PgRow;
+
+use super::super::{literal, message_json};
 use super::Decision;
 use crate::domain::inbox as domain;
 use crate::domain::model::Message;
@@ -19,18 +22,32 @@ pub(super) struct Written {
     pub due: bool,
 }
 
-/// The batch's writes in one statement: the interactions it answered and
+impl Written {
+    /// What a batch whose rows did not read must assume: every delivery
+    /// is the table's.
+    pub fn unread() -> Self {
+        Self {
+            seqs: Vec::new(),
+            queued: HashMap::new(),
+            due: true,
+        }
+    }
+}
+
+/// The batch's writes in one statement, returned as the `EXECUTE` of its
+/// [`Shape`]'s statement with its values written into it (see
+/// [`literal`]), to be sent with the `COMMIT` after it in one message: the
+/// interactions it answered and
 /// the messages it changed (each once, as the batch left it), its events
 /// in click order (a conversation's first is its head when nothing of it
 /// is waiting, read after the locks; a head is leased as `lease` says),
 /// and its `message.updated` entries in click order.
-pub(super) async fn write(
-    tx: &mut Tx<'_>,
+pub(super) fn write_statement(
     interactions: &HashMap<String, Vec<domain::Interaction>>,
     messages: &HashMap<String, Message>,
     decisions: &[Decision],
     lease: Option<&Lease>,
-) -> StoreResult<Written> {
+) -> StoreResult<(Shape, String)> {
     let answered: HashSet<&str> = decisions
         .iter()
         .filter_map(|d| d.answered.as_ref().map(|a| a.interaction_id.as_str()))
@@ -88,38 +105,98 @@ pub(super) async fn write(
     let answering = !i_ids.is_empty();
     let changing = !m_ids.is_empty();
     let streaming = !s_convs.is_empty();
-    let sql = write_sql(answering, changing, streaming);
-    let mut q = sqlx::query_as::<_, (i64, Option<String>, Option<i64>)>(&sql);
+    let mut args = Vec::with_capacity(17);
     if answering {
-        q = q
-            .bind(&i_ids)
-            .bind(&statuses)
-            .bind(&responses)
-            .bind(&updated)
-            .bind(&at)
-            .bind(&specs);
+        args.push(literal::texts(i_ids)?);
+        args.push(literal::texts(statuses)?);
+        args.push(literal::opt_texts(responses.iter().map(Option::as_deref))?);
+        args.push(literal::bigints(&updated)?);
+        args.push(literal::opt_bigints(&at)?);
+        args.push(literal::texts(specs.iter().map(String::as_str))?);
     }
     if changing {
-        q = q.bind(&m_ids).bind(&docs);
+        args.push(literal::texts(m_ids)?);
+        args.push(literal::texts(docs.iter().map(String::as_str))?);
     }
-    q = q
-        .bind(&ids)
-        .bind(&bots)
-        .bind(&convs)
-        .bind(&types)
-        .bind(&payloads)
-        .bind(&created)
-        .bind(&leases);
+    args.push(literal::texts(ids)?);
+    args.push(literal::texts(bots)?);
+    args.push(literal::texts(convs)?);
+    args.push(literal::texts(types)?);
+    args.push(literal::byteas(payloads)?);
+    args.push(literal::bigints(&created)?);
+    args.push(literal::bigints(&leases)?);
     if streaming {
-        q = q.bind(&s_convs).bind(&s_data);
+        args.push(literal::texts(s_convs)?);
+        args.push(literal::texts(s_data)?);
     }
-    let rows: Vec<(i64, Option<String>, Option<i64>)> = q.fetch_all(&mut **tx).await?;
+    let shape = Shape {
+        answering,
+        changing,
+        streaming,
+    };
+    Ok((
+        shape,
+        format!("EXECUTE {}({})", shape.name(), args.join(", ")),
+    ))
+}
+
+/// Which parts a batch's write has: a statement prepared for each.
+#[derive(Clone, Copy)]
+pub(super) struct Shape {
+    answering: bool,
+    changing: bool,
+    streaming: bool,
+}
+
+impl Shape {
+    /// Each shape's number, 0 to 7.
+    pub fn bit(self) -> u8 {
+        self.answering as u8 | (self.changing as u8) << 1 | (self.streaming as u8) << 2
+    }
+
+    fn name(self) -> String {
+        format!("bh_click_write_{}", self.bit())
+    }
+
+    /// The `PREPARE` of this shape's statement, whose [`write_statement`]
+    /// `EXECUTE`s it.
+    pub fn prepare(self) -> String {
+        let mut types = Vec::new();
+        if self.answering {
+            types.extend([
+                "text[]", "text[]", "text[]", "bigint[]", "bigint[]", "text[]",
+            ]);
+        }
+        if self.changing {
+            types.extend(["text[]", "text[]"]);
+        }
+        types.extend([
+            "text[]", "text[]", "text[]", "text[]", "bytea[]", "bigint[]", "bigint[]",
+        ]);
+        if self.streaming {
+            types.extend(["text[]", "text[]"]);
+        }
+        let args = (1..=types.len()).map(|k| format!("${k}")).collect();
+        format!(
+            "PREPARE {}({}) AS {}",
+            self.name(),
+            types.join(", "),
+            write_sql(self.answering, self.changing, self.streaming, args)
+        )
+    }
+}
+
+/// What the rows of [`write_sql`]'s statement say.
+pub(super) fn parse(rows: &[PgRow]) -> StoreResult<Written> {
     let mut out = Written {
         seqs: Vec::new(),
         queued: HashMap::new(),
         due: false,
     };
-    for (seq, id, leased_until) in rows {
+    for r in rows {
+        let seq: i64 = r.try_get(0)?;
+        let id: Option<String> = r.try_get(1)?;
+        let leased_until: Option<i64> = r.try_get(2)?;
         match (id, leased_until) {
             (Some(id), Some(l)) if l > 0 => {
                 out.queued.insert(id, seq);
@@ -132,21 +209,14 @@ pub(super) async fn write(
     Ok(out)
 }
 
-/// The batch's statement with the parts it needs, parameters numbered in
-/// the order [`write`] binds them: answered interactions (6), changed
+/// The batch's statement with the parts it needs, `args` (arrays, each
+/// cast by the statement) in this order: answered interactions (6), changed
 /// messages (2), events (7, always), stream entries (2). It returns the
 /// head events (sequence number, id, lease) and the stream entries'
 /// sequence numbers (id and lease NULL).
-fn write_sql(answering: bool, changing: bool, streaming: bool) -> String {
-    let mut n = 0;
-    let mut p = |k: usize| -> Vec<String> {
-        (0..k)
-            .map(|_| {
-                n += 1;
-                format!("${n}")
-            })
-            .collect()
-    };
+fn write_sql(answering: bool, changing: bool, streaming: bool, args: Vec<String>) -> String {
+    let mut args = args.into_iter();
+    let mut p = |k: usize| -> Vec<String> { args.by_ref().take(k).collect() };
     let mut parts = Vec::new();
     if answering {
         let v = p(6);
@@ -208,11 +278,12 @@ mod tests {
     use super::write_sql;
 
     #[test]
-    fn each_statement_numbers_its_parameters_in_binding_order() {
+    fn each_statement_takes_its_arrays_in_order() {
         for bits in 0..8u8 {
             let (a, c, s) = (bits & 1 == 1, bits & 2 == 2, bits & 4 == 4);
-            let sql = write_sql(a, c, s);
             let want = 6 * a as usize + 2 * c as usize + 7 + 2 * s as usize;
+            let args = (1..=want).map(|k| format!("${k}")).collect();
+            let sql = write_sql(a, c, s, args);
             for k in 1..=want {
                 assert!(sql.contains(&format!("${k}::")), "{bits}: ${k} in {sql}");
             }
