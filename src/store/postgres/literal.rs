@@ -18,20 +18,23 @@ use crate::store::{StoreError, StoreResult};
 
 /// Appends `s` as an escape-string literal.
 pub fn text(out: &mut String, s: &str) -> StoreResult<()> {
-    if s.contains('\0') {
-        return Err(StoreError::Backend(
-            "a NUL byte cannot be written into a statement".into(),
-        ));
-    }
     out.reserve(s.len() + 3);
     out.push_str("E'");
-    for c in s.chars() {
-        match c {
-            '\'' => out.push_str("''"),
-            '\\' => out.push_str("\\\\"),
-            c => out.push(c),
+    let mut rest = s;
+    while let Some(k) = rest.find(['\'', '\\', '\0']) {
+        out.push_str(&rest[..k]);
+        match rest.as_bytes()[k] {
+            b'\'' => out.push_str("''"),
+            b'\\' => out.push_str("\\\\"),
+            _ => {
+                return Err(StoreError::Backend(
+                    "a NUL byte cannot be written into a statement".into(),
+                ));
+            }
         }
+        rest = &rest[k + 1..];
     }
+    out.push_str(rest);
     out.push('\'');
     Ok(())
 }
@@ -78,9 +81,7 @@ pub fn byteas<'a>(items: impl IntoIterator<Item = &'a [u8]>) -> StoreResult<Stri
     array(items, "bytea", |out, b| {
         out.reserve(2 * b.len() + 6);
         out.push_str("E'\\\\x");
-        for byte in b {
-            let _ = write!(out, "{byte:02x}");
-        }
+        data_encoding::HEXLOWER.encode_append(b, out);
         out.push('\'');
         Ok(())
     })
