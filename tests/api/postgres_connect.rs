@@ -368,3 +368,67 @@ async fn a_database_out_of_reach_answers_503_with_retry_after() {
         .expect("events");
     assert_eq!(events, 1, "only the accepted click is stored");
 }
+
+/// A click batch whose write fails inside its transaction (here every new
+/// event is refused by a constraint) leaves no connection in that
+/// transaction: the batches' connection is closed, not handed back, and
+/// once the fault is gone the same click is accepted on a new one (its
+/// statements prepared again) and delivered once, nothing of the failed
+/// attempt stored.
+#[actix_web::test]
+async fn a_batch_that_fails_in_its_transaction_leaves_no_connection_in_it() {
+    let (url, app, mut rx, bot, conv) = on_a_fresh_database().await;
+    let warm = app.buttons(&bot, &conv, true).await;
+    let msg = app.buttons(&bot, &conv, true).await;
+    let msg_id = msg["id"].as_str().unwrap();
+    // A first click prepares the batch's statements on its connection.
+    let r = app
+        .click(&conv, warm["id"].as_str().unwrap(), "b1", "approve")
+        .await;
+    assert_eq!(r.status(), 200);
+    assert_eq!(
+        rx.take(1, std::time::Duration::from_secs(10)).await.len(),
+        1
+    );
+
+    let mut owner = sqlx::PgConnection::connect(&url).await.expect("owner");
+    sqlx::query("ALTER TABLE events ADD CONSTRAINT refuse_all CHECK (false) NOT VALID")
+        .execute(&mut owner)
+        .await
+        .expect("constraint");
+    let r = app.click(&conv, msg_id, "b1", "approve").await;
+    assert!(r.status().is_server_error(), "{}", r.status());
+
+    let (db, mut admin) = admin_of(&url).await;
+    let mut open: i64 = -1;
+    for _ in 0..50 {
+        open = sqlx::query_scalar(
+            "SELECT count(*) FROM pg_stat_activity
+             WHERE datname = $1 AND state LIKE 'idle in transaction%'",
+        )
+        .bind(&db)
+        .fetch_one(&mut admin)
+        .await
+        .expect("pg_stat_activity");
+        if open == 0 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert_eq!(open, 0, "connections left in a transaction");
+
+    sqlx::query("ALTER TABLE events DROP CONSTRAINT refuse_all")
+        .execute(&mut owner)
+        .await
+        .expect("drop constraint");
+    let r = app.click(&conv, msg_id, "b1", "approve").await;
+    assert_eq!(r.status(), 200, "{}", r.text().await.unwrap_or_default());
+    let got = rx.take(1, std::time::Duration::from_secs(10)).await;
+    let body: serde_json::Value = serde_json::from_slice(&got[0].body).expect("a JSON event");
+    assert_eq!(body["message_id"], msg["id"], "{body}");
+    assert_eq!(
+        app.events(&bot).await.len(),
+        2,
+        "nothing of the failed click"
+    );
+}
