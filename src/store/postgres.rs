@@ -22,7 +22,8 @@ mod events;
 mod inbox;
 mod interactions;
 mod lifecycle;
-mod literal;
+/// Public for the tests that read its literals back through the server.
+pub mod literal;
 mod messages;
 pub mod notify;
 mod queue;
