@@ -257,6 +257,29 @@ async fn admin_of(url: &str) -> (String, sqlx::PgConnection) {
     (db, admin)
 }
 
+/// A click on `msg`'s button is accepted and its event delivered, and no
+/// other event arrives within `quiet_ms`.
+async fn accepted_and_delivered_once(
+    app: &TestApp,
+    rx: &mut Receiver,
+    conv: &Conv,
+    msg: &serde_json::Value,
+    quiet_ms: u64,
+) {
+    let id = msg["id"].as_str().expect("a message id");
+    let r = app.click(conv, id, "b1", "approve").await;
+    assert_eq!(r.status(), 200, "{}", r.text().await.unwrap_or_default());
+    let got = rx.take(1, std::time::Duration::from_secs(15)).await;
+    let body: serde_json::Value = serde_json::from_slice(&got[0].body).expect("a JSON event");
+    assert_eq!(body["message_id"], msg["id"], "{body}");
+    assert!(
+        rx.next(std::time::Duration::from_millis(quiet_ms))
+            .await
+            .is_none(),
+        "each event delivered once"
+    );
+}
+
 /// Connections cut under a running instance (a database restart, a
 /// failover, an operator's `pg_terminate_backend`), including the ones its
 /// claim loop and recorder keep: the next click is accepted, and both
@@ -289,19 +312,7 @@ async fn connections_cut_under_the_instance_lose_no_click() {
         "the pool's, the claim loop's and the recorder's connections: {cut}"
     );
 
-    let r = app
-        .click(&conv, second["id"].as_str().unwrap(), "b1", "approve")
-        .await;
-    assert_eq!(r.status(), 200, "{}", r.text().await.unwrap_or_default());
-    let got = rx.take(1, std::time::Duration::from_secs(10)).await;
-    let body: serde_json::Value = serde_json::from_slice(&got[0].body).expect("a JSON event");
-    assert_eq!(body["message_id"], second["id"], "{body}");
-    assert!(
-        rx.next(std::time::Duration::from_millis(700))
-            .await
-            .is_none(),
-        "each event delivered once"
-    );
+    accepted_and_delivered_once(&app, &mut rx, &conv, &second, 700).await;
 }
 
 /// A database that refuses connections (restarting, failing over, out of
@@ -348,17 +359,8 @@ async fn a_database_out_of_reach_answers_503_with_retry_after() {
         .execute(&mut admin)
         .await
         .expect("connection limit lifted");
-    let r = app.click(&conv, msg_id, "b1", "approve").await;
-    assert_eq!(r.status(), 200, "{}", r.text().await.unwrap_or_default());
-    let got = rx.take(1, std::time::Duration::from_secs(15)).await;
-    let body: serde_json::Value = serde_json::from_slice(&got[0].body).expect("a JSON event");
-    assert_eq!(body["message_id"], msg["id"], "{body}");
-    assert!(
-        rx.next(std::time::Duration::from_millis(1500))
-            .await
-            .is_none(),
-        "the refused click left no event"
-    );
+    // Once: the refused click left no event.
+    accepted_and_delivered_once(&app, &mut rx, &conv, &msg, 1500).await;
     let mut store = sqlx::PgConnection::connect(&url)
         .await
         .expect("a connection to the store");
@@ -421,11 +423,7 @@ async fn a_batch_that_fails_in_its_transaction_leaves_no_connection_in_it() {
         .execute(&mut owner)
         .await
         .expect("drop constraint");
-    let r = app.click(&conv, msg_id, "b1", "approve").await;
-    assert_eq!(r.status(), 200, "{}", r.text().await.unwrap_or_default());
-    let got = rx.take(1, std::time::Duration::from_secs(10)).await;
-    let body: serde_json::Value = serde_json::from_slice(&got[0].body).expect("a JSON event");
-    assert_eq!(body["message_id"], msg["id"], "{body}");
+    accepted_and_delivered_once(&app, &mut rx, &conv, &msg, 700).await;
     assert_eq!(
         app.events(&bot).await.len(),
         2,

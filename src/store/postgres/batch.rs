@@ -172,16 +172,7 @@ impl Inner {
 
     async fn batch(&self, jobs: Vec<Job>) {
         let reqs: Vec<&InteractRequest> = jobs.iter().map(|j| &j.req).collect();
-        match apply_set(
-            &self.conn,
-            &self.prepared,
-            &self.pool,
-            &self.instance,
-            &self.queued,
-            &reqs,
-        )
-        .await
-        {
+        match self.apply_set(&reqs).await {
             Ok(results) => {
                 let mut later = Vec::new();
                 for (job, r) in jobs.into_iter().zip(results) {
@@ -235,35 +226,30 @@ pub(super) struct Decision {
 
 type Results = Vec<Option<StoreResult<Done>>>;
 
-/// Applies the clicks in one transaction. Per click: `Some(result)`, or
-/// `None` for one to run on its own afterwards.
-///
-/// Two round trips: `BEGIN` and the read in one message, the write and
-/// `COMMIT` in another; a third, the notifications with the `COMMIT`, only
-/// where another instance may hear them (they name the write's stream
-/// entries). Each message is a simple query of `EXECUTE`s of statements
-/// prepared on the batches' own connection, the values written into it
-/// (see [`super::literal`]): bound parameters would take a round trip per
-/// statement. A failure closes that connection, whatever transaction it
-/// left open with it. Once the message with the `COMMIT` came back, nothing
-/// fails the batch (a failure then would send committed clicks round again).
-async fn apply_set(
-    held: &Held,
-    prepared: &AtomicU16,
-    pool: &PgPool,
-    instance: &Instance,
-    queued: &Queued,
-    reqs: &[&InteractRequest],
-) -> StoreResult<Results> {
-    let mut held = held.get().await?;
-    if held.fresh() {
-        prepared.store(0, Ordering::Relaxed);
+impl Inner {
+    /// Applies the clicks in one transaction. Per click: `Some(result)`, or
+    /// `None` for one to run on its own afterwards.
+    ///
+    /// Two round trips: `BEGIN` and the read in one message, the write and
+    /// `COMMIT` in another; a third, the notifications with the `COMMIT`, only
+    /// where another instance may hear them (they name the write's stream
+    /// entries). Each message is a simple query of `EXECUTE`s of statements
+    /// prepared on the batches' own connection, the values written into it
+    /// (see [`super::literal`]): bound parameters would take a round trip per
+    /// statement. A failure closes that connection, whatever transaction it
+    /// left open with it. Once the message with the `COMMIT` came back, nothing
+    /// fails the batch (a failure then would send committed clicks round again).
+    async fn apply_set(&self, reqs: &[&InteractRequest]) -> StoreResult<Results> {
+        let mut held = self.conn.get().await?;
+        if held.fresh() {
+            self.prepared.store(0, Ordering::Relaxed);
+        }
+        let r = match held.conn() {
+            Ok(conn) => self.apply_on(conn, reqs).await,
+            Err(e) => Err(e),
+        };
+        held.check_closing(r)
     }
-    let r = match held.conn() {
-        Ok(conn) => apply_on(conn, prepared, pool, instance, queued, reqs).await,
-        Err(e) => Err(e),
-    };
-    held.check_closing(r)
 }
 
 /// The statements a message must prepare before it uses them: those of
@@ -279,204 +265,205 @@ fn to_prepare(prepared: &AtomicU16, bits: u16, sql: impl FnOnce() -> String) -> 
 /// have 0 to 7).
 const READ: u16 = 1 << 8;
 
-async fn apply_on(
-    conn: &mut PgConnection,
-    prepared: &AtomicU16,
-    pool: &PgPool,
-    instance: &Instance,
-    queued: &Queued,
-    reqs: &[&InteractRequest],
-) -> StoreResult<Results> {
-    // A message id with a NUL names no message (text cannot hold one).
-    let mut ids: Vec<&str> = reqs
-        .iter()
-        .map(|r| r.message_id.as_str())
-        .filter(|id| !id.contains('\0'))
-        .collect();
-    ids.sort_unstable();
-    ids.dedup();
-    // A statement is prepared in the message that first uses it: one
-    // result more to skip, and the bit set once the message went through.
-    let prep = to_prepare(prepared, READ, read::prepare);
-    let skip = 1 + usize::from(!prep.is_empty());
-    let sql = format!("BEGIN; {prep}{}", read::execute(&ids)?);
-    let rows = simple(conn, &sql, skip).await?;
-    prepared.fetch_or(READ, Ordering::Relaxed);
-    let (mut messages, ctx, mut interactions) = read::parse(&rows)?;
+impl Inner {
+    async fn apply_on(
+        &self,
+        conn: &mut PgConnection,
+        reqs: &[&InteractRequest],
+    ) -> StoreResult<Results> {
+        let (prepared, pool, instance, queued) =
+            (&self.prepared, &self.pool, &self.instance, &*self.queued);
+        // A message id with a NUL names no message (text cannot hold one).
+        let mut ids: Vec<&str> = reqs
+            .iter()
+            .map(|r| r.message_id.as_str())
+            .filter(|id| !id.contains('\0'))
+            .collect();
+        ids.sort_unstable();
+        ids.dedup();
+        // A statement is prepared in the message that first uses it: one
+        // result more to skip, and the bit set once the message went through.
+        let prep = to_prepare(prepared, READ, read::prepare);
+        let skip = 1 + usize::from(!prep.is_empty());
+        let sql = format!("BEGIN; {prep}{}", read::execute(&ids)?);
+        let rows = simple(conn, &sql, skip).await?;
+        prepared.fetch_or(READ, Ordering::Relaxed);
+        let (mut messages, ctx, mut interactions) = read::parse(&rows)?;
 
-    let mut results: Results = (0..reqs.len()).map(|_| None).collect();
-    let mut decisions = Vec::new();
-    for (k, req) in reqs.iter().enumerate() {
-        let Some(msg) = messages.get_mut(&req.message_id) else {
-            results[k] = Some(Err(StoreError::NotFound));
-            continue;
-        };
-        if msg.conversation_id != req.conversation_id {
-            results[k] = Some(Err(StoreError::NotFound));
-            continue;
-        }
-        if domain::block_gone(msg, &req.action) {
-            continue; // on its own, after this batch
-        }
-        let Some(c) = ctx.get(&msg.conversation_id) else {
-            results[k] = Some(Err(StoreError::NotFound));
-            continue;
-        };
-        let list = interactions.entry(msg.id.clone()).or_default();
-        let context = Context {
-            now_ms: req.now_ms,
-            interactive_window_ms: req.interactive_window_ms,
-            retention_ms: c.bot.retention_ms,
-            conversation_created_ms: c.created_at,
-            taken_over: c.taken_over,
-            chatbot_id: &c.bot.id,
-            user: &req.user,
-            event_id: &req.event_id,
-            response_url: &req.response_url,
-            allow_comment: false,
-            require_one_checked: false,
-            answer: None,
-        };
-        // Decided on copies: a refused click leaves the message and its
-        // interactions as they were.
-        let mut after = msg.clone();
-        let mut list_after = list.clone();
-        let d = match domain::decide(&mut list_after, &mut after, &req.action, context) {
-            Ok(d) => d,
-            Err(e) => {
-                results[k] = Some(Err(StoreError::from(e)));
+        let mut results: Results = (0..reqs.len()).map(|_| None).collect();
+        let mut decisions = Vec::new();
+        for (k, req) in reqs.iter().enumerate() {
+            let Some(msg) = messages.get_mut(&req.message_id) else {
+                results[k] = Some(Err(StoreError::NotFound));
+                continue;
+            };
+            if msg.conversation_id != req.conversation_id {
+                results[k] = Some(Err(StoreError::NotFound));
                 continue;
             }
-        };
-        *msg = after;
-        *list = list_after;
-        let answered = d.answered.as_ref().map(|i| ApiEvent {
-            chatbot_id: c.bot.id.clone(),
-            interaction_id: i.id.clone(),
-            kind: "interaction.answered",
-            data: i.to_json(req.now_ms),
-        });
-        decisions.push(Decision {
-            job: k,
-            message_id: msg.id.clone(),
-            conversation_id: msg.conversation_id.clone(),
-            bot: c.bot.clone(),
-            event_id: req.event_id.clone(),
-            event_type: d.accepted.event_type,
-            payload: d.accepted.payload,
-            created_at: req.now_ms,
-            changed: d.changed.then(|| message_json(msg)),
-            answered,
-            out: Interacted {
-                message: msg.clone(),
-                typing: msg.typing_on_interaction,
-                json: None,
-            },
-        });
-    }
-    if decisions.is_empty() {
-        simple(conn, "ROLLBACK", 0).await?;
-        return Ok(results);
-    }
-
-    let lease = queued.lease(crate::domain::time::now_ms());
-    let (shape, write) = write_statement(&interactions, &messages, &decisions, lease.as_ref())?;
-    let bit = 1u16 << shape.bit();
-    let prep = to_prepare(prepared, bit, || shape.prepare());
-    let skip = usize::from(!prep.is_empty());
-    // The notifications name the write's stream entries: where another
-    // instance may hear them they go in a message of their own with the
-    // commit; alone, the commit goes with the write.
-    let peers = instance.has_peers();
-    let sql = if peers {
-        format!("{prep}{write}")
-    } else {
-        format!("{prep}{write}; COMMIT")
-    };
-    let rows = simple(conn, &sql, skip).await?;
-    let written = match write::parse(&rows) {
-        Ok(w) => w,
-        Err(e) if peers => return Err(e),
-        // Committed: the clicks stand; what the rows did not say is found
-        // in the table (queued events once their lease runs out).
-        Err(e) => {
-            tracing::error!(error = %e, "a committed click batch's rows did not read");
-            write::Written::unread()
-        }
-    };
-    prepared.fetch_or(bit, Ordering::Relaxed);
-
-    let mut notes = super::notify::Notes::new(instance);
-    if written.due {
-        notes.due();
-    }
-    let mut done: Vec<(usize, Done)> = Vec::with_capacity(decisions.len());
-    let mut hot = Vec::with_capacity(written.queued.len());
-    let mut seqs = written.seqs.into_iter();
-    for d in decisions {
-        let mut stream = Vec::new();
-        if let Some(data) = d.changed {
-            // One entry per changed click, by the statement's making.
-            if let Some(seq) = seqs.next() {
-                let e = StreamEvent {
-                    seq,
-                    conversation_id: d.conversation_id.clone(),
-                    kind: "message.updated".into(),
-                    data,
-                };
-                notes.stream(&e);
-                stream.push(e);
+            if domain::block_gone(msg, &req.action) {
+                continue; // on its own, after this batch
             }
-        }
-        let api: Vec<ApiEvent> = d.answered.into_iter().collect();
-        for a in &api {
-            notes.api(a);
-        }
-        if let Some(&seq) = written.queued.get(&d.event_id) {
-            hot.push(Claimed {
-                seq,
-                event_id: d.event_id,
-                chatbot_id: d.bot.id.clone(),
-                conversation_id: d.conversation_id,
-                payload: bytes::Bytes::from(d.payload),
-                attempts: 0,
-                attempt_base: 0,
-                bot: Some(d.bot),
+            let Some(c) = ctx.get(&msg.conversation_id) else {
+                results[k] = Some(Err(StoreError::NotFound));
+                continue;
+            };
+            let list = interactions.entry(msg.id.clone()).or_default();
+            let context = Context {
+                now_ms: req.now_ms,
+                interactive_window_ms: req.interactive_window_ms,
+                retention_ms: c.bot.retention_ms,
+                conversation_created_ms: c.created_at,
+                taken_over: c.taken_over,
+                chatbot_id: &c.bot.id,
+                user: &req.user,
+                event_id: &req.event_id,
+                response_url: &req.response_url,
+                allow_comment: false,
+                require_one_checked: false,
+                answer: None,
+            };
+            // Decided on copies: a refused click leaves the message and its
+            // interactions as they were.
+            let mut after = msg.clone();
+            let mut list_after = list.clone();
+            let d = match domain::decide(&mut list_after, &mut after, &req.action, context) {
+                Ok(d) => d,
+                Err(e) => {
+                    results[k] = Some(Err(StoreError::from(e)));
+                    continue;
+                }
+            };
+            *msg = after;
+            *list = list_after;
+            let answered = d.answered.as_ref().map(|i| ApiEvent {
+                chatbot_id: c.bot.id.clone(),
+                interaction_id: i.id.clone(),
+                kind: "interaction.answered",
+                data: i.to_json(req.now_ms),
+            });
+            decisions.push(Decision {
+                job: k,
+                message_id: msg.id.clone(),
+                conversation_id: msg.conversation_id.clone(),
+                bot: c.bot.clone(),
+                event_id: req.event_id.clone(),
+                event_type: d.accepted.event_type,
+                payload: d.accepted.payload,
+                created_at: req.now_ms,
+                changed: d.changed.then(|| message_json(msg)),
+                answered,
+                out: Interacted {
+                    message: msg.clone(),
+                    typing: msg.typing_on_interaction,
+                    json: None,
+                },
             });
         }
-        let due = written.due;
-        done.push((
-            d.job,
-            Done {
-                out: d.out,
-                stream,
-                api,
-                due,
-            },
-        ));
-    }
-    if peers {
-        let sql = match notes.statement()? {
-            Some(n) => format!("{n}; COMMIT"),
-            None => "COMMIT".to_string(),
-        };
-        simple(conn, &sql, 0).await?;
-    }
-    if let Some(l) = &lease {
-        let back = queued.push(hot, l.until);
-        // Closed while the batch ran: the table's again, for anyone. The
-        // clicks are committed whatever this does (an error here must not
-        // send them round again).
-        if !back.is_empty()
-            && let Err(e) = super::queue::release_to_table(pool, instance, back).await
-        {
-            tracing::warn!(error = %e, "giving back queued deliveries failed; their leases expire");
+        if decisions.is_empty() {
+            simple(conn, "ROLLBACK", 0).await?;
+            return Ok(results);
         }
+
+        let lease = queued.lease(crate::domain::time::now_ms());
+        let (shape, write) = write_statement(&interactions, &messages, &decisions, lease.as_ref())?;
+        let bit = 1u16 << shape.bit();
+        let prep = to_prepare(prepared, bit, || shape.prepare());
+        let skip = usize::from(!prep.is_empty());
+        // The notifications name the write's stream entries: where another
+        // instance may hear them they go in a message of their own with the
+        // commit; alone, the commit goes with the write.
+        let peers = instance.has_peers();
+        let sql = if peers {
+            format!("{prep}{write}")
+        } else {
+            format!("{prep}{write}; COMMIT")
+        };
+        let rows = simple(conn, &sql, skip).await?;
+        let written = match write::parse(&rows) {
+            Ok(w) => w,
+            Err(e) if peers => return Err(e),
+            // Committed: the clicks stand; what the rows did not say is found
+            // in the table (queued events once their lease runs out).
+            Err(e) => {
+                tracing::error!(error = %e, "a committed click batch's rows did not read");
+                write::Written::unread()
+            }
+        };
+        prepared.fetch_or(bit, Ordering::Relaxed);
+
+        let mut notes = super::notify::Notes::new(instance);
+        if written.due {
+            notes.due();
+        }
+        let mut done: Vec<(usize, Done)> = Vec::with_capacity(decisions.len());
+        let mut hot = Vec::with_capacity(written.queued.len());
+        let mut seqs = written.seqs.into_iter();
+        for d in decisions {
+            let mut stream = Vec::new();
+            if let Some(data) = d.changed {
+                // One entry per changed click, by the statement's making.
+                if let Some(seq) = seqs.next() {
+                    let e = StreamEvent {
+                        seq,
+                        conversation_id: d.conversation_id.clone(),
+                        kind: "message.updated".into(),
+                        data,
+                    };
+                    notes.stream(&e);
+                    stream.push(e);
+                }
+            }
+            let api: Vec<ApiEvent> = d.answered.into_iter().collect();
+            for a in &api {
+                notes.api(a);
+            }
+            if let Some(&seq) = written.queued.get(&d.event_id) {
+                hot.push(Claimed {
+                    seq,
+                    event_id: d.event_id,
+                    chatbot_id: d.bot.id.clone(),
+                    conversation_id: d.conversation_id,
+                    payload: bytes::Bytes::from(d.payload),
+                    attempts: 0,
+                    attempt_base: 0,
+                    bot: Some(d.bot),
+                });
+            }
+            let due = written.due;
+            done.push((
+                d.job,
+                Done {
+                    out: d.out,
+                    stream,
+                    api,
+                    due,
+                },
+            ));
+        }
+        if peers {
+            let sql = match notes.statement()? {
+                Some(n) => format!("{n}; COMMIT"),
+                None => "COMMIT".to_string(),
+            };
+            simple(conn, &sql, 0).await?;
+        }
+        if let Some(l) = &lease {
+            let back = queued.push(hot, l.until);
+            // Closed while the batch ran: the table's again, for anyone. The
+            // clicks are committed whatever this does (an error here must not
+            // send them round again).
+            if !back.is_empty()
+                && let Err(e) = super::queue::release_to_table(pool, instance, back).await
+            {
+                tracing::warn!(error = %e, "giving back queued deliveries failed; their leases expire");
+            }
+        }
+        for (k, d) in done {
+            results[k] = Some(Ok(d));
+        }
+        Ok(results)
     }
-    for (k, d) in done {
-        results[k] = Some(Ok(d));
-    }
-    Ok(results)
 }
 
 /// Runs `sql`, one or more statements in one message (a simple query), to
