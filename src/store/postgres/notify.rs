@@ -213,7 +213,7 @@ impl Notes {
         super::literal::text(&mut channel, CHANNEL)?;
         let payloads = super::literal::texts(self.payloads.iter().map(String::as_str))?;
         Ok(Some(format!(
-            "SELECT count(pg_notify({channel}, p)) FROM unnest({payloads}::text[]) AS p"
+            "SELECT count(pg_notify({channel}, p)) FROM unnest({payloads}) AS p"
         )))
     }
 }
