@@ -72,11 +72,11 @@ class AsyncClient:
                     timeout=call.timeout if call.timeout is not None else httpx.USE_CLIENT_DEFAULT,
                 )
             except httpx.TransportError as e:
-                delay = _core.retry_delay(call, attempt, None, e) if attempt < self.max_retries else None
+                delay = _core.retry_delay(call, attempt, None, e) if attempt < self.max_retries and call.retry else None
                 if delay is None:
                     raise
             else:
-                delay = _core.retry_delay(call, attempt, response, None) if attempt < self.max_retries else None
+                delay = _core.retry_delay(call, attempt, response, None) if attempt < self.max_retries and call.retry else None
                 if delay is None:
                     return _core.parse(call, response)
             await asyncio.sleep(delay)

@@ -38,8 +38,10 @@ class Call:
     json: Any = None
     headers: dict[str, str] = field(default_factory=dict)
     timeout: float | None = None
-    # Return the bare response status instead of a parsed body (204s).
+    # No body to parse (204s).
     empty: bool = False
+    # False: the caller handles failures itself (the answer's long poll).
+    retry: bool = True
 
     @property
     def idempotent(self) -> bool:
@@ -209,6 +211,7 @@ def wait_answer(interaction_id: str, timeout_s: float, clock: Any = time.monoton
                 f"/api/v1/interactions/{interaction_id}/answer",
                 params={"wait": wait},
                 timeout=wait + 15.0,
+                retry=False,
             )
         except (httpx.TransportError, ApiError) as e:
             if isinstance(e, ApiError) and e.status not in (429, 502, 503, 504):
