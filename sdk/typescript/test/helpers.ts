@@ -193,7 +193,8 @@ export async function loseFirstAnswer(upstreamPort: number): Promise<{ url: stri
   const proxy = createServer((client) => {
     const upstream = connect(upstreamPort, "127.0.0.1");
     if (++connections === 1) {
-      client.once("data", (request) => upstream.write(request));
+      client.on("data", (request) => upstream.write(request));
+      client.on("error", () => upstream.destroy());
       upstream.once("data", () => {
         client.destroy();
         upstream.destroy();
