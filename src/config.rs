@@ -334,7 +334,7 @@ impl TryFrom<ServeArgs> for Config {
 }
 
 /// One HTTP worker per core but one: a click also costs the writer, the
-/// syncer and the delivery runtime a share of a core (docs/BENCHMARKS.md).
+/// syncer and the delivery runtime a share of a core (docs/notes/BENCHMARKS.md).
 fn default_http_workers() -> usize {
     std::thread::available_parallelism()
         .map(|n| n.get().saturating_sub(1))

@@ -182,7 +182,7 @@ pub const STORE_FIRST_NICE: i32 = 5;
 /// the SQLite writer and syncer, started just before at the default. The
 /// writer is the pipeline's one serial stage and a click is answered only
 /// after its batch's sync: under CPU contention they run first, the rest
-/// takes the gaps; with spare CPU nothing changes (docs/DECISIONS.md).
+/// takes the gaps; with spare CPU nothing changes (docs/notes/DECISIONS.md).
 fn store_first() {
     #[cfg(target_os = "linux")]
     {

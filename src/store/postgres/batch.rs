@@ -52,7 +52,7 @@ use write::write_statement;
 /// Most clicks in one transaction.
 const MAX_BATCH: usize = 256;
 /// Batches in flight: a second made smaller batches and more commits, and
-/// cost more CPU per click (docs/BENCHMARKS.md).
+/// cost more CPU per click (docs/notes/BENCHMARKS.md).
 const RUNNING: usize = 1;
 
 /// What a click produced, published by the caller once committed.

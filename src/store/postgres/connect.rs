@@ -25,7 +25,7 @@ pub const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(5);
 /// A connection idle for longer than this is checked (one round trip)
 /// before it is handed out; one in use within it is not: a ping on every
 /// acquire was a round trip more per statement on the hot path
-/// (docs/BENCHMARKS.md). A connection that broke since fails its statement,
+/// (docs/notes/BENCHMARKS.md). A connection that broke since fails its statement,
 /// which the caller sees as a store error (nothing accepted is lost), and
 /// the pool opens a new one.
 const CHECK_IF_IDLE: Duration = Duration::from_secs(1);

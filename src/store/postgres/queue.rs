@@ -414,7 +414,7 @@ impl Queue for PostgresStore {
     /// What an attempt did is not accepted work: a record lost with the
     /// database's last moments sends its event again (at least once, the
     /// same event_id), so its commit does not wait for the disk
-    /// (`synchronous_commit` off for this transaction; docs/DECISIONS.md).
+    /// (`synchronous_commit` off for this transaction; docs/notes/DECISIONS.md).
     fn record_attempts(&self, records: Vec<AttemptRecord>) -> BoxFut<'_, StoreResult<()>> {
         Box::pin(async move {
             let mut held = self.recording.get().await?;
