@@ -14,7 +14,7 @@ use crate::store::{StoreError, StoreResult};
 
 /// Connections per instance when not configured: room for the HTTP
 /// workers' group commits, the delivery claims and records, and the reads
-/// of streams and pages at once (docs/DEPLOYMENT.md).
+/// of streams and pages at once (docs/deploying.md).
 pub const DEFAULT_POOL: u32 = 16;
 
 /// How long a request waits for a connection before it is answered 503
