@@ -7,8 +7,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from blockhook import Answer, ApiError, AsyncClient, Client, Declined, Expired
-from conftest import Bot
+from blockhook import Answer, ApiError, AsyncClient, Client, Declined, Expired, FormSubmitted, verify_webhook
+from conftest import Bot, Receiver
 
 
 def test_ask_is_answered_by_a_widget_click(bot: Bot) -> None:
@@ -78,7 +78,7 @@ def test_an_unanswered_question_expires(bot: Bot) -> None:
             ping()
 
 
-def test_ask_start_then_wait_answer(bot: Bot) -> None:
+def test_ask_start_then_wait_answer(bot: Bot, receiver: Receiver) -> None:
     visitor = bot.visitor()
     with Client(bot.server.url, bot.api_key) as client:
         interaction_id = client.ask_start(visitor.conversation_id, "Name it", custom=True)
@@ -99,6 +99,26 @@ def test_ask_start_then_wait_answer(bot: Bot) -> None:
         assert r.status_code == 200, r.text
         answer = client.wait_answer(interaction_id, timeout=30)
     assert (answer.answer, answer.text) == ("custom", "Blockhook")
+    delivery = receiver.next("interaction.form_submitted")
+    event = verify_webhook(bot.signing_secret, delivery.headers, delivery.body)
+    assert isinstance(event, FormSubmitted)
+    assert (event.form_id, event.values) == (form["form_id"], {"custom": "Blockhook"})
+
+
+def test_the_async_inbox_lists_and_answers(bot: Bot) -> None:
+    visitor = bot.visitor()
+
+    async def scenario() -> Answer:
+        async with AsyncClient(bot.server.url, bot.api_key) as client:
+            asked = await client.ask_start(visitor.conversation_id, "Pick", options=["a", "b"])
+            pending = [i async for i in client.interactions.list(conversation_id=visitor.conversation_id)]
+            assert [i["id"] for i in pending] == [asked]
+            assert pending[0]["type"] == "choice"
+            await client.interactions.respond(asked, {"type": "choice", "option_ids": ["b"]})
+            return await client.wait_answer(asked, timeout=30)
+
+    answer = asyncio.run(scenario())
+    assert (answer.answer, answer.options) == ("chose", ["b"])
 
 
 def test_problems_carry_code_status_detail_and_pointers(bot: Bot) -> None:

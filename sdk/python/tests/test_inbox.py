@@ -84,13 +84,13 @@ class LoseFirstAnswer:
                         pass
 
         if lose:
-            # Forward the request, wait for the server's answer, drop it.
-            conn.settimeout(10)
-            request = conn.recv(65536)
-            up.sendall(request)
+            # Forward the whole request, wait for the server's answer, drop it.
+            threading.Thread(target=pipe, args=(conn, up), daemon=True).start()
+            up.settimeout(10)
             up.recv(65536)
-            conn.close()
-            up.close()
+            for s in (conn, up):
+                s.shutdown(socket.SHUT_RDWR)
+                s.close()
             return
         threading.Thread(target=pipe, args=(up, conn), daemon=True).start()
         pipe(conn, up)
