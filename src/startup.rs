@@ -13,6 +13,7 @@ use crate::domain::ids::{hash_secret, new_secret, random_bytes};
 use crate::http::{self, AppState};
 use crate::hub::Hub;
 use crate::store::Store;
+use crate::store::guarded::Guarded;
 use crate::store::postgres::PostgresStore;
 use crate::store::sqlite::SqliteStore;
 
@@ -52,10 +53,10 @@ fn metrics_handle() -> Option<PrometheusHandle> {
 /// Opens the store named by the configuration.
 pub async fn open_store(config: &Config, hub: Arc<Hub>) -> Result<Arc<dyn Store>, String> {
     match &config.database {
-        Database::Sqlite(path) => Ok(Arc::new(
+        Database::Sqlite(path) => Ok(Arc::new(Guarded::new(
             SqliteStore::open(path, hub).map_err(|e| e.to_string())?,
-        )),
-        Database::Postgres(url) => Ok(Arc::new(
+        ))),
+        Database::Postgres(url) => Ok(Arc::new(Guarded::new(
             PostgresStore::open(url, hub, config.database_pool)
                 .await
                 .map_err(|e| {
@@ -65,7 +66,7 @@ pub async fn open_store(config: &Config, hub: Arc<Hub>) -> Result<Arc<dyn Store>
                         crate::config::redact_in(&e.to_string(), url)
                     )
                 })?,
-        )),
+        ))),
     }
 }
 

@@ -19,3 +19,4 @@ mod postgres_wakeups;
 mod public;
 mod responses;
 mod schemas;
+mod store_faults;
