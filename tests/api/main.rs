@@ -5,6 +5,7 @@ mod helpers;
 
 mod ask;
 mod bench_smoke;
+mod blocks;
 mod core;
 mod delivery;
 mod embed;
