@@ -130,10 +130,14 @@ pub fn attachment(path: &std::path::Path) -> Result<Value, String> {
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .ok_or_else(|| format!("{}: not a file", path.display()))?;
-    let content_type = mime_guess::from_path(path)
-        .first_or_octet_stream()
-        .essence_str()
-        .to_string();
+    let content_type = crate::domain::attachment::text_type_by_extension(&filename)
+        .map(str::to_string)
+        .unwrap_or_else(|| {
+            mime_guess::from_path(path)
+                .first_or_octet_stream()
+                .essence_str()
+                .to_string()
+        });
     Ok(json!({
         "filename": filename,
         "content_type": content_type,
