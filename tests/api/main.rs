@@ -5,12 +5,14 @@ mod helpers;
 
 mod ask;
 mod bench_smoke;
+mod conversations;
 mod core;
 mod delivery;
 mod embed;
 mod inbox;
 mod lifecycle;
 mod newcomer;
+mod operating;
 mod pages;
 mod postgres;
 mod postgres_batch;

@@ -223,7 +223,10 @@ pub(super) fn writer_loop(
         let commit = if poisoned {
             Err("a write failed part-way; its batch was rolled back".to_string())
         } else {
-            exec(&conn, "COMMIT").map_err(|e| e.to_string())
+            let t0 = std::time::Instant::now();
+            let r = exec(&conn, "COMMIT").map_err(|e| e.to_string());
+            crate::telemetry::metrics::store_commit(t0.elapsed());
+            r
         };
         if commit.is_err() {
             writer_cache::clear();
