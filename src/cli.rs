@@ -12,7 +12,8 @@ use crate::startup::StartError;
     name = "blockhook",
     version,
     about = "Signed, durable webhook events for chat-widget buttons and forms",
-    args_conflicts_with_subcommands = true
+    args_conflicts_with_subcommands = true,
+    after_help = SERVE_HELP
 )]
 pub struct Cli {
     /// The flags of `serve`, the default command: `blockhook --addr …`
@@ -26,6 +27,7 @@ pub struct Cli {
 #[derive(Subcommand)]
 pub enum Command {
     /// Run the service (the default command).
+    #[command(after_help = SERVE_HELP)]
     Serve(ServeArgs),
     /// Ask a person in a conversation and wait for the answer.
     #[command(after_help = crate::ask_cli::EXIT_CODES_HELP)]
@@ -40,6 +42,21 @@ pub enum Command {
     #[command(name = "bench-floor", hide = true)]
     BenchFloor(crate::bench::floor::FloorArgs),
 }
+
+/// Shown by `blockhook --help` and `blockhook serve --help`.
+const SERVE_HELP: &str = "\
+Examples:
+  blockhook                                  SQLite in ./blockhook.db on 127.0.0.1:8080
+  blockhook --addr 0.0.0.0:8080 --public-url https://hooks.example.com
+  blockhook --database postgres://app:secret@db:5432/blockhook --trusted-proxy 10.0.0.0/8
+  blockhook --log-format json                JSON log lines (the default off a terminal)
+  blockhook ask conv_01J… \"Deploy?\"        ask a person, exit with the answer
+
+Exit codes of serve:
+  0   stopped cleanly (SIGTERM, SIGINT)
+  69  the store cannot be reached (the cause is named) or the address is taken
+  73  the SQLite file or its folder cannot be created or opened
+  78  a bad flag or value (named)";
 
 /// Usage errors exit 64 (EX_USAGE), not clap's 2: for `ask`, 2 means
 /// "expired".

@@ -3,7 +3,9 @@
 #[macro_use]
 mod helpers;
 
+mod answers;
 mod ask;
+mod ask_cli;
 mod bench_smoke;
 mod conversations;
 mod core;
