@@ -115,9 +115,9 @@ pub struct ServeArgs {
     #[arg(long, env = "BLOCKHOOK_HTTP_WORKERS")]
     pub http_workers: Option<usize>,
     /// Log lines as text (colour on a terminal only) or as JSON, one object
-    /// a line, for log shippers.
-    #[arg(long, env = "BLOCKHOOK_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
-    pub log_format: LogFormat,
+    /// a line, for log shippers (default: JSON unless on a terminal).
+    #[arg(long, env = "BLOCKHOOK_LOG_FORMAT", value_enum)]
+    pub log_format: Option<LogFormat>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]

@@ -3,15 +3,19 @@
 #[macro_use]
 mod helpers;
 
+mod answers;
 mod ask;
+mod ask_cli;
 mod bench_smoke;
 mod blocks;
+mod conversations;
 mod core;
 mod delivery;
 mod embed;
 mod inbox;
 mod lifecycle;
 mod newcomer;
+mod operating;
 mod pages;
 mod postgres;
 mod postgres_batch;

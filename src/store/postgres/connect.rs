@@ -142,9 +142,42 @@ pub fn explain(opts: &PgConnectOptions, e: &sqlx::Error) -> StoreError {
             "TLS to PostgreSQL failed (sslmode={mode}): {e}{hint}"
         ));
     }
+    let at = format!("{}:{}", opts.get_host(), opts.get_port());
+    let cause = match e {
+        sqlx::Error::Io(io) if io.kind() == std::io::ErrorKind::ConnectionRefused => {
+            format!("connection refused at {at} (is PostgreSQL running and listening there?)")
+        }
+        sqlx::Error::Io(io) => format!("cannot reach {at}: {io}"),
+        sqlx::Error::Database(d) => match d.code().as_deref() {
+            Some("28P01") => format!(
+                "bad password: {at} refused the password of user `{}` (password authentication failed)",
+                opts.get_username()
+            ),
+            Some("28000") => format!(
+                "{at} refused user `{}`: {}",
+                opts.get_username(),
+                d.message()
+            ),
+            Some("3D000") => format!("{at}: {}", d.message()),
+            _ => format!("{at}: {e}"),
+        },
+        sqlx::Error::PoolTimedOut => format!("no connection to {at} within {ACQUIRE_TIMEOUT:?}"),
+        _ => format!("{at}: {e}"),
+    };
     StoreError::Backend(format!(
-        "cannot connect to PostgreSQL (sslmode={mode}): {e}"
+        "cannot connect to PostgreSQL (sslmode={mode}): {cause}"
     ))
+}
+
+/// One connection made and closed, so that a start that cannot reach the
+/// server says why at once (a pool retries a refused connection until its
+/// timeout, and then says only that it timed out).
+pub async fn probe(opts: &PgConnectOptions) -> StoreResult<()> {
+    let conn = PgConnection::connect_with(opts)
+        .await
+        .map_err(|e| explain(opts, &e))?;
+    let _ = conn.close().await;
+    Ok(())
 }
 
 /// A connection kept by one caller that runs one statement after another
