@@ -12,6 +12,7 @@ mod inbox;
 mod lifecycle;
 mod newcomer;
 mod pages;
+mod portal;
 mod postgres;
 mod postgres_batch;
 mod postgres_connect;
