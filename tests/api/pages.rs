@@ -4,9 +4,11 @@
 mod browser;
 mod cdp;
 mod dashboard;
+mod driver;
 mod embed;
 mod embed_looks;
 mod loading;
+mod portal;
 mod site;
 
 use crate::helpers::{TestApp, spawn_app};
