@@ -10,6 +10,7 @@ mod embed_looks;
 mod loading;
 mod portal;
 mod site;
+mod widget_use;
 
 use crate::helpers::{TestApp, spawn_app};
 

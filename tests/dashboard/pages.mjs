@@ -23,9 +23,9 @@ const DESKTOP = { width: 1280, height: 900 };
 const AXE = readFileSync(createRequire(import.meta.url).resolve("axe-core/axe.min.js"), "utf8");
 
 /** axe-core's violations in `target` (a page or a frame), shadow roots included. */
-async function axe(target) {
+async function axe(target, include) {
   await target.evaluate(AXE);
-  const r = await target.evaluate(() => window.axe.run(document, { resultTypes: ["violations"] }));
+  const r = await target.evaluate((inc) => window.axe.run(inc ? { include: [inc] } : document, { resultTypes: ["violations"] }), include || null);
   return r.violations.map((v) => ({ id: v.id, impact: v.impact, nodes: v.nodes.map((n) => n.target.join(" ")).slice(0, 5) }));
 }
 
@@ -145,7 +145,8 @@ const scenarios = {
     out.askShown = await page.evaluate(`!${LAUNCHER(".bh-confirm")}.hidden`);
     out.askText = await page.evaluate(`${LAUNCHER(".bh-confirm")}.textContent`);
     out.afterAsk = await conv();
-    out.axeAsking = await axe(page);
+    // The widget only: the host page's own markup is the host's.
+    out.axeAsking = await axe(page, "[data-blockhook-launcher]");
     await page.evaluate(`[...${LAUNCHER(".bh-confirm")}.querySelectorAll("button")].find((b) => b.textContent === "Keep this one").click()`);
     out.keptHidden = await page.evaluate(`${LAUNCHER(".bh-confirm")}.hidden`);
     out.afterKeep = await conv();
@@ -158,7 +159,7 @@ const scenarios = {
     }, { k: `blockhook.widget.${input.chatbot}`, first: out.first }, { timeout: WAIT });
     out.afterStart = await conv();
     await page.waitForFunction(`Boolean(${LAUNCHER(".bh-live.is-live")})`, null, { timeout: WAIT });
-    out.axe = await axe(page);
+    out.axe = await axe(page, "[data-blockhook-launcher]");
     await shot(page, "widget-360.png");
     await context.close();
 
@@ -171,7 +172,7 @@ const scenarios = {
       const w = document.querySelector("#box").shadowRoot.querySelector(".bh-widget").getBoundingClientRect();
       return { host: [host.width, host.height], widget: [w.width, w.height] };
     });
-    out.axeInline = await axe(inline);
+    out.axeInline = await axe(inline, "#box");
     await shot(inline, "widget-inline-1280.png");
     return out;
   },
