@@ -28,7 +28,7 @@
 :host([data-blockhook-widget]) { display: block; }
 .bh-root { all: initial; display: block; font: 15px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; color: #111827; }
 .bh-sized { height: 100%; }
-.bh-sized > .bh-widget { height: 100%; min-height: 0; }
+.bh-sized > .bh-widget { box-sizing: border-box; height: 100%; min-height: 0; }
 .bh-panel:focus { outline: none; }
 .bh-launcher {
   position: fixed; right: 20px; bottom: 20px; z-index: 2147483000;

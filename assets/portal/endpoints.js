@@ -31,7 +31,7 @@ export class Endpoints {
   render(list) {
     const cards = list.map((e) => this.card(e));
     const add = this.multi && !this.opts.readOnly ? this.addForm() : null;
-    this.root.replaceChildren(...cards, add);
+    this.root.replaceChildren(...cards, ...(add ? [add] : []));
   }
 
   card(e) {

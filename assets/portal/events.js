@@ -57,7 +57,7 @@ export class Events {
         this.body);
       this.more = h("button", { type: "button", class: "more", hidden: true }, "Load more");
       this.more.addEventListener("click", () => this.load(this.cursor));
-      this.root.replaceChildren(h("div", { class: "scroll", tabindex: "0", role: "region", "aria-label": "Events" }, table), this.more);
+      this.root.replaceChildren(h("div", { class: "scroll", tabindex: "0", role: "region", "aria-label": "Events table" }, table), this.more);
     }
     for (const e of r.body.data) this.body.append(this.row(e));
     if (!this.body.children.length) {
@@ -69,32 +69,26 @@ export class Events {
 
   row(e) {
     const next = e.status === "pending" || e.status === "failed" ? when(e.next_attempt_at, true) : "";
-    const tr = h("tr", { class: "event-row", tabindex: "0", "aria-expanded": "false", dataset: { eventId: e.event_id } },
+    const open = h("button", { type: "button", class: "open", "aria-expanded": "false", "aria-label": `Details of ${e.event_id}` }, "▸");
+    const tr = h("tr", { class: "event-row", dataset: { eventId: e.event_id } },
       h("td", null, h("time", { datetime: e.created_at, title: e.created_at }, when(e.created_at))),
       h("td", { class: "type-cell" }, e.type),
       h("td", null, h("span", { class: `badge ${e.status}` }, e.status)),
       h("td", null, String(e.attempt_count ?? "")),
       h("td", null, next),
-      h("td", { class: "url" }, e.event_id));
-    const toggle = () => this.toggle(tr, e);
-    tr.addEventListener("click", toggle);
-    tr.addEventListener("keydown", (ev) => {
-      if (ev.key === "Enter" || ev.key === " ") {
-        ev.preventDefault();
-        toggle();
-      }
-    });
+      h("td", { class: "url" }, open, " ", e.event_id));
+    tr.addEventListener("click", () => this.toggle(tr, open, e));
     return tr;
   }
 
-  async toggle(tr, e) {
+  async toggle(tr, button, e) {
     const open = tr.nextElementSibling && tr.nextElementSibling.classList.contains("detail-row");
     if (open) {
       tr.nextElementSibling.remove();
-      tr.setAttribute("aria-expanded", "false");
+      button.setAttribute("aria-expanded", "false");
       return;
     }
-    tr.setAttribute("aria-expanded", "true");
+    button.setAttribute("aria-expanded", "true");
     const cell = h("td", { colspan: "6", class: "detail" }, "Loading…");
     tr.after(h("tr", { class: "detail-row" }, cell));
     await this.fill(cell, e.event_id);
@@ -109,16 +103,16 @@ export class Events {
     const result = h("p", { class: "result", role: "status" });
     cell.replaceChildren(
       ...deliveries.map((d) => h("div", { class: "delivery" },
-        h("h4", null, d.endpoint_id ? `To ${d.endpoint_id} ` : "Delivery ", h("span", { class: `badge ${d.status}` }, d.status)),
-        this.attempts(d.attempts || []),
+        h("h3", null, d.endpoint_id ? `To ${d.endpoint_id} ` : "Delivery ", h("span", { class: `badge ${d.status}` }, d.status)),
+        this.attempts(d.attempts || [], `${id}${d.endpoint_id ? ` to ${d.endpoint_id}` : ""}`),
         this.opts.readOnly ? null : h("div", { class: "actions" },
           h("button", { type: "button", class: "redeliver", onclick: () => this.redeliver(id, d.endpoint_id, result, cell) }, "Redeliver")))),
       result);
   }
 
-  attempts(list) {
+  attempts(list, label) {
     if (!list.length) return h("p", { class: "muted" }, "No attempt yet.");
-    return h("div", { class: "scroll", tabindex: "0", role: "region", "aria-label": "Attempts" },
+    return h("div", { class: "scroll", tabindex: "0", role: "region", "aria-label": `Attempts of ${label}` },
       h("table", null,
         h("thead", null, h("tr", null, h("th", { scope: "col" }, "#"), h("th", { scope: "col" }, "At"), h("th", { scope: "col" }, "Result"),
           h("th", { scope: "col" }, "Latency"), h("th", { scope: "col" }, "Response"))),

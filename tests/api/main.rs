@@ -17,6 +17,7 @@ mod lifecycle;
 mod newcomer;
 mod operating;
 mod pages;
+mod portal;
 mod postgres;
 mod postgres_batch;
 mod postgres_connect;

@@ -4,10 +4,13 @@
 mod browser;
 mod cdp;
 mod dashboard;
+mod driver;
 mod embed;
 mod embed_looks;
 mod loading;
+mod portal;
 mod site;
+mod widget_use;
 
 use crate::helpers::{TestApp, spawn_app};
 
