@@ -10,6 +10,7 @@ mod bench_smoke;
 mod conversations;
 mod core;
 mod delivery;
+mod deploy;
 mod embed;
 mod inbox;
 mod lifecycle;
