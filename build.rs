@@ -174,15 +174,15 @@ fn references(name: &str, text: &str, names: &BTreeSet<String>) -> Vec<Ref> {
                     break;
                 };
                 let spec = &text[start..start + len];
-                if spec.starts_with("./") || spec.starts_with("../") {
-                    if let Some(target) = resolve(name, spec).filter(|t| names.contains(t)) {
-                        refs.push(Ref {
-                            start,
-                            end: start + len,
-                            target,
-                            relative: true,
-                        });
-                    }
+                if (spec.starts_with("./") || spec.starts_with("../"))
+                    && let Some(target) = resolve(name, spec).filter(|t| names.contains(t))
+                {
+                    refs.push(Ref {
+                        start,
+                        end: start + len,
+                        target,
+                        relative: true,
+                    });
                 }
             }
         }

@@ -152,7 +152,15 @@ export class Inbox {
     }
     if (i.type === "choice") {
       const styles = (i.context && i.context.option_styles) || {};
-      return (p.options || []).map((o) => h("button", { type: "button", class: styleClass(styles[o.id]), dataset: { optionId: o.id }, onclick: () => send({ type: "choice", option_ids: [o.id] }) }, o.label));
+      const buttons = (p.options || []).map((o) => h("button", { type: "button", class: styleClass(styles[o.id]), dataset: { optionId: o.id }, onclick: () => send({ type: "choice", option_ids: [o.id] }) }, o.label));
+      if (!p.custom) return buttons;
+      // The ask allowed an answer of one's own.
+      const text = h("input", { type: "text", class: "comment", name: "custom", placeholder: "Or an answer of your own", "aria-label": "Answer of your own", maxlength: 2000 });
+      const form = h("form", { class: "answer-form custom-answer", onsubmit: (e) => {
+        e.preventDefault();
+        if (text.value.trim()) send({ type: "choice", custom: text.value.trim() }, form);
+      } }, text, h("button", { class: "btn", type: "submit" }, "Send"));
+      return [...buttons, form];
     }
     if (i.type === "confirmation") {
       return [

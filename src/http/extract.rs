@@ -355,3 +355,22 @@ pub fn collection(data: Vec<Value>, next_cursor: Option<String>) -> Value {
         "page": {"has_more": next_cursor.is_some(), "next_cursor": next_cursor}
     })
 }
+
+/// The `traceparent` of the request being served (its own span, in the
+/// caller's trace or a new one), set by the access log; kept with the
+/// events the request causes.
+pub struct Trace(pub Option<String>);
+
+impl FromRequest for Trace {
+    type Error = ApiError;
+    type Future = std::future::Ready<Result<Self, ApiError>>;
+
+    fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
+        use actix_web::HttpMessage;
+        let t = req
+            .extensions()
+            .get::<crate::telemetry::trace::RequestTrace>()
+            .map(|t| t.0.to_string());
+        std::future::ready(Ok(Trace(t)))
+    }
+}

@@ -6,6 +6,7 @@ pub mod ask;
 pub mod assets;
 pub mod bot;
 pub mod check;
+pub mod conversations;
 pub mod cors;
 pub mod events;
 pub mod extract;
@@ -45,6 +46,7 @@ pub fn routes(cfg: &mut utoipa_actix_web::service_config::ServiceConfig) {
     widget::routes(cfg);
     admin::routes(cfg);
     bot::routes(cfg);
+    conversations::routes(cfg);
     events::routes(cfg);
     inbox::routes(cfg);
     ask::routes(cfg);

@@ -3,14 +3,19 @@
 #[macro_use]
 mod helpers;
 
+mod answers;
 mod ask;
+mod ask_cli;
 mod bench_smoke;
+mod blocks;
+mod conversations;
 mod core;
 mod delivery;
 mod embed;
 mod inbox;
 mod lifecycle;
 mod newcomer;
+mod operating;
 mod pages;
 mod portal;
 mod postgres;
@@ -20,3 +25,4 @@ mod postgres_wakeups;
 mod public;
 mod responses;
 mod schemas;
+mod store_faults;

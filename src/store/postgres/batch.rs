@@ -19,9 +19,11 @@
 //! messages' interactions. A batch that fails as a whole (a deadlock with
 //! another instance's, a lost connection) is run again one click per
 //! transaction, as is a click whose block is gone from its message (the
-//! rare `replaced` check, which reads closed interactions too). When one of
-//! those finds the database out of reach as well, the rest of the batch is
-//! answered so (503 with `Retry-After`) without waiting again.
+//! rare `replaced` check, which reads closed interactions too). A batch
+//! that found the database out of reach (or waited on it past
+//! [`BATCH_BOUND`]) is not run again: all its clicks are answered so (503
+//! with `Retry-After`) at once; when one of the clicks run on their own
+//! finds it out of reach, the rest are answered so without waiting again.
 
 use std::sync::atomic::{AtomicU16, Ordering};
 use std::sync::{Arc, Mutex};
@@ -52,8 +54,14 @@ use write::write_statement;
 /// Most clicks in one transaction.
 const MAX_BATCH: usize = 256;
 /// Batches in flight: a second made smaller batches and more commits, and
-/// cost more CPU per click (docs/BENCHMARKS.md).
+/// cost more CPU per click (docs/notes/BENCHMARKS.md).
 const RUNNING: usize = 1;
+/// The longest a batch's transaction may take once it has its connection:
+/// a database that stopped answering (no error, no reset) must not hold
+/// the clicks queued behind it, nor the batches after it. Its connection
+/// is closed; a commit it may still have made is the case §15 allows (the
+/// store lost its answer to a commit it made).
+const BATCH_BOUND: std::time::Duration = std::time::Duration::from_millis(1000);
 
 /// What a click produced, published by the caller once committed.
 pub struct Done {
@@ -170,7 +178,13 @@ impl Inner {
         }
     }
 
-    async fn batch(&self, jobs: Vec<Job>) {
+    async fn batch(&self, mut jobs: Vec<Job>) {
+        // A click whose caller has gone (answered 503 at the store's bound,
+        // or disconnected) is not applied: no one would hear it was.
+        jobs.retain(|j| !j.reply.is_closed());
+        if jobs.is_empty() {
+            return;
+        }
         let reqs: Vec<&InteractRequest> = jobs.iter().map(|j| &j.req).collect();
         match self.apply_set(&reqs).await {
             Ok(results) => {
@@ -185,6 +199,14 @@ impl Inner {
                 }
                 for job in later {
                     let _ = job.reply.send((self.single)(job.req).await);
+                }
+            }
+            // The database is out of reach: every click of the batch is
+            // answered so at once, none waits again on its own.
+            Err(StoreError::Unavailable(e)) => {
+                tracing::debug!(error = %e, clicks = jobs.len(), "a click batch found the database out of reach");
+                for job in jobs {
+                    let _ = job.reply.send(Err(StoreError::Unavailable(e.clone())));
                 }
             }
             Err(e) => {
@@ -217,6 +239,7 @@ pub(super) struct Decision {
     event_type: &'static str,
     payload: Vec<u8>,
     created_at: i64,
+    trace: Option<String>,
     /// The message after this click, when the click changed it.
     changed: Option<String>,
     answered: Option<ApiEvent>,
@@ -245,7 +268,14 @@ impl Inner {
             self.prepared.store(0, Ordering::Relaxed);
         }
         let r = match held.conn() {
-            Ok(conn) => self.apply_on(conn, reqs).await,
+            Ok(conn) => tokio::time::timeout(BATCH_BOUND, self.apply_on(conn, reqs))
+                .await
+                .unwrap_or_else(|_| {
+                    Err(StoreError::Unavailable(format!(
+                        "a click batch had no answer within {} ms",
+                        BATCH_BOUND.as_millis()
+                    )))
+                }),
             Err(e) => Err(e),
         };
         held.check_closing(r)
@@ -351,6 +381,7 @@ impl Inner {
                 event_type: d.accepted.event_type,
                 payload: d.accepted.payload,
                 created_at: req.now_ms,
+                trace: req.trace.clone(),
                 changed: d.changed.then(|| message_json(msg)),
                 answered,
                 out: Interacted {
@@ -379,7 +410,11 @@ impl Inner {
         } else {
             format!("{prep}{write}; COMMIT")
         };
+        let t0 = std::time::Instant::now();
         let rows = simple(conn, &sql, skip).await?;
+        if !peers {
+            crate::telemetry::metrics::store_commit(t0.elapsed());
+        }
         let written = match write::parse(&rows) {
             Ok(w) => w,
             Err(e) if peers => return Err(e),
@@ -427,6 +462,7 @@ impl Inner {
                     payload: bytes::Bytes::from(d.payload),
                     attempts: 0,
                     attempt_base: 0,
+                    trace: d.trace,
                     bot: Some(d.bot),
                 });
             }
@@ -446,7 +482,9 @@ impl Inner {
                 Some(n) => format!("{n}; COMMIT"),
                 None => "COMMIT".to_string(),
             };
+            let t0 = std::time::Instant::now();
             simple(conn, &sql, 0).await?;
+            crate::telemetry::metrics::store_commit(t0.elapsed());
         }
         if let Some(l) = &lease {
             let back = queued.push(hot, l.until);
