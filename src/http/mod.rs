@@ -3,8 +3,10 @@
 pub mod access_log;
 pub mod admin;
 pub mod ask;
+pub mod assets;
 pub mod bot;
 pub mod check;
+pub mod conversations;
 pub mod cors;
 pub mod events;
 pub mod extract;
@@ -13,6 +15,7 @@ pub mod inbox;
 pub mod openapi;
 pub mod ops;
 pub mod pages;
+pub mod portal;
 pub mod responses;
 pub mod views;
 pub mod widget;
@@ -43,11 +46,13 @@ pub fn routes(cfg: &mut utoipa_actix_web::service_config::ServiceConfig) {
     widget::routes(cfg);
     admin::routes(cfg);
     bot::routes(cfg);
+    conversations::routes(cfg);
     events::routes(cfg);
     inbox::routes(cfg);
     ask::routes(cfg);
     responses::routes(cfg);
     ops::routes(cfg);
+    portal::routes(cfg);
     pages::routes(cfg);
 }
 

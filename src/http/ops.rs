@@ -34,12 +34,11 @@ async fn readyz(st: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
 #[get("/metrics")]
 async fn metrics_text(st: web::Data<AppState>) -> HttpResponse {
     if let Ok(q) = st.store.queue_stats().await {
-        metrics::gauge!("blockhook_queue_depth").set(q.pending as f64);
         let age = q
             .oldest_pending_created_at
             .map(|t| (st.now_ms() - t).max(0) as f64 / 1000.0)
             .unwrap_or(0.0);
-        metrics::gauge!("blockhook_oldest_pending_age_seconds").set(age);
+        crate::telemetry::metrics::queue(q.pending, age);
     }
     let body = st.metrics.as_ref().map(|h| h.render()).unwrap_or_default();
     HttpResponse::Ok()

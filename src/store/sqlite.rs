@@ -4,7 +4,6 @@
 //! while the writer runs the next, and a small pool of read connections
 //! (WAL). The single writer also serialises first-click-wins.
 
-use std::path::Path;
 use std::sync::Arc;
 use std::thread;
 
@@ -46,6 +45,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../migrations/sqlite/0004_lifecycle.sql"),
     include_str!("../../migrations/sqlite/0005_attempt_headers.sql"),
     include_str!("../../migrations/sqlite/0006_attachments.sql"),
+    include_str!("../../migrations/sqlite/0009_event_trace.sql"),
 ];
 const MAX_BATCH: usize = 512;
 /// Statements kept prepared per connection (the writer runs about 30).
@@ -136,13 +136,9 @@ fn exec(conn: &Connection, sql: &str) -> rusqlite::Result<()> {
 }
 
 impl SqliteStore {
-    /// Opens (creating if needed) the database at `path` and runs migrations.
+    /// Opens (creating if needed) the database at `path`, in a folder that
+    /// exists, and runs migrations.
     pub fn open(path: &str, hub: Arc<Hub>) -> StoreResult<Self> {
-        if let Some(parent) = Path::new(path).parent()
-            && !parent.as_os_str().is_empty()
-        {
-            std::fs::create_dir_all(parent)?;
-        }
         let conn = open(path)?;
         let version: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
         for (i, sql) in MIGRATIONS.iter().enumerate() {

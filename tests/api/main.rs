@@ -3,15 +3,22 @@
 #[macro_use]
 mod helpers;
 
+mod answers;
 mod ask;
+mod ask_cli;
 mod bench_smoke;
+mod blocks;
+mod conversations;
 mod core;
 mod delivery;
+mod deploy;
 mod embed;
 mod inbox;
 mod lifecycle;
 mod newcomer;
+mod operating;
 mod pages;
+mod portal;
 mod postgres;
 mod postgres_batch;
 mod postgres_connect;

@@ -163,7 +163,7 @@ async fn verify_full_checks_the_host_name() {
     config.database = Database::Postgres(url);
     let err = match blockhook::startup::Application::build(config).await {
         Ok(_) => panic!("a certificate for another name must not be accepted"),
-        Err(e) => e,
+        Err(e) => e.to_string(),
     };
     assert!(
         err.contains("TLS to PostgreSQL failed (sslmode=verify-full)"),

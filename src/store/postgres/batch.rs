@@ -54,7 +54,7 @@ use write::write_statement;
 /// Most clicks in one transaction.
 const MAX_BATCH: usize = 256;
 /// Batches in flight: a second made smaller batches and more commits, and
-/// cost more CPU per click (docs/BENCHMARKS.md).
+/// cost more CPU per click (docs/notes/BENCHMARKS.md).
 const RUNNING: usize = 1;
 /// The longest a batch's transaction may take once it has its connection:
 /// a database that stopped answering (no error, no reset) must not hold
@@ -242,6 +242,7 @@ pub(super) struct Decision {
     event_type: &'static str,
     payload: Vec<u8>,
     created_at: i64,
+    trace: Option<String>,
     /// The message after this click, when the click changed it.
     changed: Option<String>,
     answered: Option<ApiEvent>,
@@ -395,6 +396,7 @@ impl Inner {
                 event_type: d.accepted.event_type,
                 payload: d.accepted.payload,
                 created_at: req.now_ms,
+                trace: req.trace.clone(),
                 changed: d.changed.then(|| message_json(msg)),
                 answered,
                 out: Interacted {
@@ -423,7 +425,11 @@ impl Inner {
         } else {
             format!("{prep}{write}; COMMIT")
         };
+        let t0 = std::time::Instant::now();
         let rows = simple(conn, &sql, skip).await?;
+        if !peers {
+            crate::telemetry::metrics::store_commit(t0.elapsed());
+        }
         let written = match write::parse(&rows) {
             Ok(w) => w,
             Err(e) if peers => return Err(e),
@@ -471,6 +477,7 @@ impl Inner {
                     payload: bytes::Bytes::from(d.payload),
                     attempts: 0,
                     attempt_base: 0,
+                    trace: d.trace,
                     bot: Some(d.bot),
                 });
             }
@@ -490,7 +497,9 @@ impl Inner {
                 Some(n) => format!("{n}; COMMIT"),
                 None => "COMMIT".to_string(),
             };
+            let t0 = std::time::Instant::now();
             simple(conn, &sql, 0).await?;
+            crate::telemetry::metrics::store_commit(t0.elapsed());
         }
         if let Some(l) = &lease {
             let back = queued.push(hot, l.until);

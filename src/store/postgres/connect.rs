@@ -14,7 +14,7 @@ use crate::store::{StoreError, StoreResult};
 
 /// Connections per instance when not configured: room for the HTTP
 /// workers' group commits, the delivery claims and records, and the reads
-/// of streams and pages at once (docs/DEPLOYMENT.md).
+/// of streams and pages at once (docs/deploying.md).
 pub const DEFAULT_POOL: u32 = 16;
 
 /// How long a caller waits for a connection, a new one's connect included
@@ -26,7 +26,7 @@ pub const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(5);
 /// A connection idle for longer than this is checked (one round trip)
 /// before it is handed out; one in use within it is not: a ping on every
 /// acquire was a round trip more per statement on the hot path
-/// (docs/BENCHMARKS.md). A connection that broke since fails its statement,
+/// (docs/notes/BENCHMARKS.md). A connection that broke since fails its statement,
 /// which the caller sees as a store error (nothing accepted is lost), and
 /// the pool opens a new one.
 const CHECK_IF_IDLE: Duration = Duration::from_secs(1);
@@ -142,9 +142,42 @@ pub fn explain(opts: &PgConnectOptions, e: &sqlx::Error) -> StoreError {
             "TLS to PostgreSQL failed (sslmode={mode}): {e}{hint}"
         ));
     }
+    let at = format!("{}:{}", opts.get_host(), opts.get_port());
+    let cause = match e {
+        sqlx::Error::Io(io) if io.kind() == std::io::ErrorKind::ConnectionRefused => {
+            format!("connection refused at {at} (is PostgreSQL running and listening there?)")
+        }
+        sqlx::Error::Io(io) => format!("cannot reach {at}: {io}"),
+        sqlx::Error::Database(d) => match d.code().as_deref() {
+            Some("28P01") => format!(
+                "bad password: {at} refused the password of user `{}` (password authentication failed)",
+                opts.get_username()
+            ),
+            Some("28000") => format!(
+                "{at} refused user `{}`: {}",
+                opts.get_username(),
+                d.message()
+            ),
+            Some("3D000") => format!("{at}: {}", d.message()),
+            _ => format!("{at}: {e}"),
+        },
+        sqlx::Error::PoolTimedOut => format!("no connection to {at} within {ACQUIRE_TIMEOUT:?}"),
+        _ => format!("{at}: {e}"),
+    };
     StoreError::Backend(format!(
-        "cannot connect to PostgreSQL (sslmode={mode}): {e}"
+        "cannot connect to PostgreSQL (sslmode={mode}): {cause}"
     ))
+}
+
+/// One connection made and closed, so that a start that cannot reach the
+/// server says why at once (a pool retries a refused connection until its
+/// timeout, and then says only that it timed out).
+pub async fn probe(opts: &PgConnectOptions) -> StoreResult<()> {
+    let conn = PgConnection::connect_with(opts)
+        .await
+        .map_err(|e| explain(opts, &e))?;
+    let _ = conn.close().await;
+    Ok(())
 }
 
 /// A connection kept by one caller that runs one statement after another

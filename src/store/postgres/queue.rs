@@ -22,9 +22,9 @@ pub(super) async fn insert_event(tx: &mut Tx<'_>, e: &NewEvent) -> StoreResult<(
         return Err(StoreError::NotFound);
     }
     sqlx::query(
-        "INSERT INTO events (id, chatbot_id, conversation_id, type, payload, created_at, status, attempts, next_attempt_at, is_head)
+        "INSERT INTO events (id, chatbot_id, conversation_id, type, payload, created_at, status, attempts, next_attempt_at, is_head, traceparent)
          VALUES ($1, $2, $3, $4, $5, $6, 'pending', 0, $6,
-                 CASE WHEN EXISTS (SELECT 1 FROM events WHERE conversation_id = $3 AND status IN ('pending', 'failed')) THEN 0 ELSE 1 END)",
+                 CASE WHEN EXISTS (SELECT 1 FROM events WHERE conversation_id = $3 AND status IN ('pending', 'failed')) THEN 0 ELSE 1 END, $7)",
     )
     .bind(&e.id)
     .bind(&e.chatbot_id)
@@ -32,6 +32,7 @@ pub(super) async fn insert_event(tx: &mut Tx<'_>, e: &NewEvent) -> StoreResult<(
     .bind(e.event_type)
     .bind(&e.payload)
     .bind(e.created_at)
+    .bind(&e.trace)
     .execute(&mut **tx)
     .await?;
     Ok(())
@@ -305,7 +306,7 @@ impl Queue for PostgresStore {
                       AND e.chatbot_id NOT IN (SELECT id FROM chatbots WHERE endpoint_disabled = 1)
                     ORDER BY e.next_attempt_at, e.seq LIMIT $4
                     FOR UPDATE SKIP LOCKED)
-                   RETURNING seq, id, chatbot_id, conversation_id, payload, attempts, attempt_base),
+                   RETURNING seq, id, chatbot_id, conversation_id, payload, attempts, attempt_base, traceparent),
                  next AS (
                    SELECT s.short, CASE WHEN s.short THEN (
                      SELECT min(GREATEST(e.next_attempt_at, e.leased_until)) FROM events e
@@ -314,7 +315,7 @@ impl Queue for PostgresStore {
                        AND e.seq NOT IN (SELECT seq FROM claimed)) END AS at
                    FROM (SELECT count(*) < $4 AS short FROM claimed) s)
                  SELECT {}, c.seq, c.id, c.chatbot_id, c.conversation_id, c.payload, c.attempts, c.attempt_base,
-                   n.short, n.at
+                   n.short, n.at, c.traceparent
                  FROM next n CROSS JOIN unflushed
                    LEFT JOIN (claimed c LEFT JOIN chatbots b ON b.id = c.chatbot_id) ON true",
                 CHATBOT_COLS
@@ -375,6 +376,7 @@ impl Queue for PostgresStore {
                     payload: bytes::Bytes::from(r.try_get::<Vec<u8>, _>(at + 4)?),
                     attempts: r.try_get::<i64, _>(at + 5)? as u32,
                     attempt_base: r.try_get::<i64, _>(at + 6)? as u32,
+                    trace: r.try_get(at + 9)?,
                     bot,
                 });
             }
@@ -416,7 +418,7 @@ impl Queue for PostgresStore {
     /// What an attempt did is not accepted work: a record lost with the
     /// database's last moments sends its event again (at least once, the
     /// same event_id), so its commit does not wait for the disk
-    /// (`synchronous_commit` off for this transaction; docs/DECISIONS.md).
+    /// (`synchronous_commit` off for this transaction; docs/notes/DECISIONS.md).
     fn record_attempts(&self, records: Vec<AttemptRecord>) -> BoxFut<'_, StoreResult<()>> {
         Box::pin(async move {
             let mut held = self.recording.get().await?;

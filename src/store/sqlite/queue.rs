@@ -17,8 +17,8 @@ pub(super) fn insert_event(conn: &Connection, e: NewEvent) -> StoreResult<Option
             .and_then(|mut s| s.query_row([&e.conversation_id], |r| r.get(0)))?,
     };
     conn.prepare_cached(
-        "INSERT INTO events (id, chatbot_id, conversation_id, type, payload, created_at, status, attempts, next_attempt_at, is_head)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'pending', 0, ?6, ?7)",
+        "INSERT INTO events (id, chatbot_id, conversation_id, type, payload, created_at, status, attempts, next_attempt_at, is_head, traceparent)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'pending', 0, ?6, ?7, ?8)",
     )
     .and_then(|mut s| {
         s.execute(params![
@@ -28,7 +28,8 @@ pub(super) fn insert_event(conn: &Connection, e: NewEvent) -> StoreResult<Option
             e.event_type,
             e.payload,
             e.created_at,
-            !behind
+            !behind,
+            e.trace
         ])
     })?;
     match known {
@@ -45,6 +46,7 @@ pub(super) fn insert_event(conn: &Connection, e: NewEvent) -> StoreResult<Option
         payload: bytes::Bytes::from(e.payload),
         attempts: 0,
         attempt_base: 0,
+        trace: e.trace,
         bot: None,
     }))
 }
@@ -59,7 +61,7 @@ pub(super) fn promote_next(
 ) -> StoreResult<(Option<(Claimed, i64)>, bool)> {
     let next = conn
         .prepare_cached(
-            "SELECT seq, id, chatbot_id, conversation_id, payload, attempts, attempt_base, next_attempt_at, is_head
+            "SELECT seq, id, chatbot_id, conversation_id, payload, attempts, attempt_base, next_attempt_at, is_head, traceparent
              FROM events INDEXED BY events_active_by_conversation WHERE conversation_id = ?1 AND status IN ('pending', 'failed') ORDER BY seq LIMIT 1",
         )
         .and_then(|mut s| {
@@ -73,6 +75,7 @@ pub(super) fn promote_next(
                         payload: bytes::Bytes::from(r.get::<_, Vec<u8>>(4)?),
                         attempts: r.get(5)?,
                         attempt_base: r.get(6)?,
+                        trace: r.get(9)?,
                         bot: None,
                     },
                     r.get::<_, i64>(7)?,
@@ -129,7 +132,7 @@ impl Queue for SqliteStore {
             let scan = self.read(|c| {
                 let skip = serde_json::to_string(&skip).unwrap_or_default();
                 let mut s = c.prepare_cached(
-                    "SELECT seq, id, chatbot_id, conversation_id, payload, attempts, attempt_base FROM events e
+                    "SELECT seq, id, chatbot_id, conversation_id, payload, attempts, attempt_base, traceparent FROM events e
                      WHERE e.is_head = 1 AND e.status IN ('pending', 'failed') AND e.next_attempt_at <= ?1
                        AND e.chatbot_id NOT IN (SELECT value FROM json_each(?2))
                        AND e.chatbot_id NOT IN (SELECT id FROM chatbots WHERE endpoint_disabled = 1)
@@ -153,6 +156,7 @@ impl Queue for SqliteStore {
                         payload: bytes::Bytes::from(r.get::<_, Vec<u8>>(4)?),
                         attempts: r.get(5)?,
                         attempt_base: r.get(6)?,
+                        trace: r.get(7)?,
                         bot: None,
                     });
                 }

@@ -260,7 +260,10 @@ pub(super) fn writer_loop(
                 unavailable,
             })
         } else {
-            exec(&conn, "COMMIT").map_err(|e| Failed::of(&e))
+            let t0 = std::time::Instant::now();
+            let r = exec(&conn, "COMMIT").map_err(|e| Failed::of(&e));
+            crate::telemetry::metrics::store_commit(t0.elapsed());
+            r
         };
         if commit.is_err() {
             writer_cache::clear();
