@@ -53,6 +53,8 @@ const STATEMENT_CACHE: usize = 128;
 /// WAL pages past which the writer checkpoints by itself, should the
 /// background checkpointer fall behind (16384 pages = 64 MiB).
 const WRITER_AUTOCHECKPOINT: i64 = 16_384;
+/// How long a connection waits for a lock another holds.
+const BUSY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
 /// Bytes the WAL file is truncated to when it restarts (64 MiB).
 const WAL_SIZE_LIMIT: i64 = 64 * 1024 * 1024;
 
@@ -105,7 +107,7 @@ pub(crate) fn out_of_service(e: &rusqlite::Error) -> bool {
 
 fn open(path: &str) -> rusqlite::Result<Connection> {
     let conn = Connection::open(path)?;
-    conn.busy_timeout(std::time::Duration::from_secs(5))?;
+    conn.busy_timeout(BUSY_TIMEOUT)?;
     conn.pragma_update(None, "journal_mode", "WAL")?;
     conn.pragma_update(None, "synchronous", "FULL")?;
     conn.pragma_update(None, "foreign_keys", "ON")?;
@@ -147,7 +149,7 @@ impl SqliteStore {
         }
         // Checkpoints run beside the writer, off its commit path.
         conn.pragma_update(None, "wal_autocheckpoint", WRITER_AUTOCHECKPOINT)?;
-        let checkpointer = checkpoint::spawn(open(path)?)?;
+        let checkpointer = checkpoint::spawn(open(path)?, path)?;
         let mut claims = claims::Claims::default();
         {
             let mut st = conn.prepare("SELECT id FROM chatbots WHERE endpoint_disabled = 1")?;
