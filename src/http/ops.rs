@@ -18,13 +18,17 @@ async fn healthz() -> HttpResponse {
 }
 
 /// The store answers.
-#[utoipa::path(tag = "ops", responses((status = 200, description = "ready", body = views::Status), (status = 503, description = "the store does not answer", body = views::Status)))]
+#[utoipa::path(tag = "ops", responses((status = 200, description = "ready", body = views::Status), (status = 503, description = "service_unavailable: the store does not answer")))]
 #[get("/readyz")]
-async fn readyz(st: web::Data<AppState>) -> HttpResponse {
+async fn readyz(st: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
     match st.store.queue_stats().await {
-        Ok(_) => HttpResponse::Ok().json(json!({"status": "ready"})),
-        Err(e) => HttpResponse::ServiceUnavailable()
-            .json(json!({"status": "unavailable", "detail": e.to_string()})),
+        Ok(_) => Ok(HttpResponse::Ok().json(json!({"status": "ready"}))),
+        Err(e) => Err(ApiError::new(
+            actix_web::http::StatusCode::SERVICE_UNAVAILABLE,
+            "service_unavailable",
+            "Service unavailable",
+            e.to_string(),
+        )),
     }
 }
 
