@@ -1,18 +1,21 @@
-//! Rate limits and the stream cap of §10, kept in memory per instance:
-//! keyed GCRA limiters from `governor`, with state that stays bounded
+//! Rate limits and the stream cap of §10, kept in memory per instance.
+//!
+//! A limit `N` per window admits at most `N` requests of a key in any
+//! window of that length, window edges included: each key keeps the times
+//! of its last admitted requests (a sliding-window log, at most `N` of
+//! them), and a request is admitted when fewer than `N` fall in the window
+//! that ends now. A token bucket (GCRA) with a burst of `N` cannot promise
+//! that: a full bucket plus what refills during the window admits up to
+//! `2N - 1` (docs/notes/exact-rate-limits.md). The state stays bounded
 //! whatever keys an attacker rotates through.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::hash::BuildHasher;
-use std::num::NonZeroU32;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use governor::clock::{Clock, DefaultClock};
-use governor::state::keyed::DefaultKeyedStateStore;
-use governor::{Quota, RateLimiter};
-use parking_lot::{Mutex, RwLock};
+use parking_lot::Mutex;
 
 /// A limit as the flags write it: `N/s`, `N/min`, `N/h`, or `off`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -44,18 +47,6 @@ impl Rate {
         };
         Ok(Rate::Every { n, window })
     }
-
-    /// At most `n` at once, refilled at `n` per window (GCRA: one every
-    /// `window / n`).
-    fn quota(self) -> Option<Quota> {
-        match self {
-            Rate::Off => None,
-            Rate::Every { n, window } => {
-                let burst = NonZeroU32::new(n)?;
-                Quota::with_period(window / n).map(|q| q.allow_burst(burst))
-            }
-        }
-    }
 }
 
 impl std::fmt::Display for Rate {
@@ -74,33 +65,40 @@ impl std::fmt::Display for Rate {
     }
 }
 
-type Keyed = RateLimiter<u64, DefaultKeyedStateStore<u64>, DefaultClock>;
-
-/// Keys one limiter keeps at most. Entries are dropped as soon as their
-/// key is back to a full allowance (pruned every [`PRUNE_EVERY`] checks);
-/// if more than this many keys are still recent, the state starts afresh
-/// (every key gets its allowance back: memory stays bounded).
+/// Keys one limiter keeps at most, and admission times over all its keys.
+/// Keys whose window holds no admission are dropped (pruned every
+/// [`PRUNE_EVERY`] checks); if more than this remain recent, the state
+/// starts afresh (every key gets its allowance back: memory stays bounded,
+/// about 8 bytes a time, 32 MiB at most).
 pub const MAX_KEYS: usize = 100_000;
+pub const MAX_TIMES: usize = 1 << 22;
 const PRUNE_EVERY: u64 = 1024;
+const SHARDS: usize = 16;
+
+/// The admission times of the keys of one shard, in nanoseconds since the
+/// limiter was made, oldest first.
+#[derive(Default)]
+struct Shard {
+    keys: HashMap<u64, VecDeque<u64>>,
+    times: usize,
+}
 
 /// One keyed limit. Keys are hashed with a per-process random key to a
 /// fixed-size `u64` (no key text is kept).
 pub struct Limiter {
     rate: Rate,
-    quota: Option<Quota>,
-    state: RwLock<Arc<Keyed>>,
+    shards: Box<[Mutex<Shard>]>,
+    epoch: Instant,
     hasher: std::collections::hash_map::RandomState,
     checks: AtomicU64,
 }
 
 impl Limiter {
     pub fn new(rate: Rate) -> Self {
-        let quota = rate.quota();
-        let fresh = quota.unwrap_or_else(|| Quota::per_second(NonZeroU32::MIN));
         Self {
             rate,
-            quota,
-            state: RwLock::new(Arc::new(RateLimiter::keyed(fresh))),
+            shards: (0..SHARDS).map(|_| Mutex::new(Shard::default())).collect(),
+            epoch: Instant::now(),
             hasher: Default::default(),
             checks: AtomicU64::new(0),
         }
@@ -110,38 +108,81 @@ impl Limiter {
         self.rate
     }
 
-    /// Counts one request of `key`: `Err(wait)` when over the limit.
+    /// Counts one request of `key`: `Err(wait)` when over the limit, `wait`
+    /// being when the oldest admission in the window leaves it.
     pub fn check(&self, key: &[u8]) -> Result<(), Duration> {
-        if self.quota.is_none() {
+        self.check_at(key, self.epoch.elapsed())
+    }
+
+    /// [`Limiter::check`] at `now`, measured from the limiter's start.
+    fn check_at(&self, key: &[u8], now: Duration) -> Result<(), Duration> {
+        let Rate::Every { n, window } = self.rate else {
             return Ok(());
-        }
+        };
         let k = self.hasher.hash_one(key);
-        let state = self.state.read().clone();
-        let r = state
-            .check_key(&k)
-            .map_err(|not_until| not_until.wait_time_from(DefaultClock::default().now()));
+        let now = now.as_nanos() as u64;
+        let window = window.as_nanos() as u64;
+        let r = {
+            let mut shard = self.shards[k as usize % SHARDS].lock();
+            let shard = &mut *shard;
+            let log = shard.keys.entry(k).or_default();
+            // Admissions at or before `now - window` are outside the window
+            // `(now - window, now]`.
+            let mut gone = 0;
+            while log.front().is_some_and(|&t| t + window <= now) {
+                log.pop_front();
+                gone += 1;
+            }
+            let r = if log.len() < n as usize {
+                log.push_back(now);
+                Ok(())
+            } else {
+                let oldest = log.front().copied().unwrap_or(now);
+                Err(Duration::from_nanos(oldest + window - now))
+            };
+            let added = usize::from(r.is_ok());
+            shard.times = (shard.times + added).saturating_sub(gone);
+            r
+        };
         if self.checks.fetch_add(1, Ordering::Relaxed) % PRUNE_EVERY == PRUNE_EVERY - 1 {
-            self.prune();
+            self.prune_at(now);
         }
         r
     }
 
-    /// Drops the keys back at a full allowance; starts afresh if more than
-    /// [`MAX_KEYS`] remain.
+    /// Drops the keys with no admission left in their window; starts
+    /// afresh if more than [`MAX_KEYS`] keys or [`MAX_TIMES`] times remain.
     pub fn prune(&self) {
-        let Some(quota) = self.quota else { return };
-        let state = self.state.read().clone();
-        state.retain_recent();
-        if state.len() > MAX_KEYS {
-            *self.state.write() = Arc::new(RateLimiter::keyed(quota));
-        } else {
-            state.shrink_to_fit();
+        self.prune_at(self.epoch.elapsed().as_nanos() as u64);
+    }
+
+    fn prune_at(&self, now: u64) {
+        let Rate::Every { window, .. } = self.rate else {
+            return;
+        };
+        let window = window.as_nanos() as u64;
+        let (mut keys, mut times) = (0, 0);
+        for shard in self.shards.iter() {
+            let mut shard = shard.lock();
+            shard
+                .keys
+                .retain(|_, log| log.back().is_some_and(|&t| t + window > now));
+            if shard.keys.capacity() > 4 * shard.keys.len() + 64 {
+                shard.keys.shrink_to_fit();
+            }
+            keys += shard.keys.len();
+            times += shard.times;
+        }
+        if keys > MAX_KEYS || times > MAX_TIMES {
+            for shard in self.shards.iter() {
+                *shard.lock() = Shard::default();
+            }
         }
     }
 
     /// Keys held now.
     pub fn len(&self) -> usize {
-        self.state.read().len()
+        self.shards.iter().map(|s| s.lock().keys.len()).sum()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -271,7 +312,7 @@ mod tests {
         }
         let wait = l.check(b"a").unwrap_err();
         assert!(
-            wait > Duration::from_secs(10) && wait <= Duration::from_secs(20),
+            wait > Duration::from_secs(59) && wait <= Duration::from_secs(60),
             "{wait:?}"
         );
         assert!(l.check(b"b").is_ok(), "keys are separate");
@@ -280,6 +321,77 @@ mod tests {
             assert!(off.check(b"a").is_ok());
         }
         assert!(off.is_empty());
+    }
+
+    /// At most `n` admitted in any window of `w` ending at one of `times`
+    /// (the windows that matter: each starts just after an admission).
+    fn most_in_any_window(admitted: &[Duration], w: Duration) -> usize {
+        admitted
+            .iter()
+            .map(|&end| {
+                admitted
+                    .iter()
+                    .filter(|&&t| t <= end && t + w > end)
+                    .count()
+            })
+            .max()
+            .unwrap_or(0)
+    }
+
+    #[test]
+    fn window_edges_admit_n_not_n_plus_refill() {
+        let ms = Duration::from_millis;
+        let l = Limiter::new(Rate::parse("10/s").unwrap());
+        // A full burst at 0 ms, then nothing until the window has passed.
+        for _ in 0..10 {
+            assert!(l.check_at(b"k", ms(0)).is_ok());
+        }
+        for at in [1, 100, 500, 999] {
+            let wait = l.check_at(b"k", ms(at)).unwrap_err();
+            assert_eq!(wait, ms(1000 - at), "at {at} ms");
+        }
+        let just_before = Duration::from_nanos(999_999_999);
+        assert!(l.check_at(b"k", just_before).is_err());
+        // At 1000 ms the burst is one window old: ten more, no more.
+        for _ in 0..10 {
+            assert!(l.check_at(b"k", ms(1000)).is_ok());
+        }
+        assert!(l.check_at(b"k", ms(1000)).is_err());
+
+        // Spread out, then a burst at the edge: the burst gets only what the
+        // window ending there leaves (a token bucket would give 10 more).
+        let l = Limiter::new(Rate::parse("10/s").unwrap());
+        for i in 0..10 {
+            assert!(l.check_at(b"k", ms(500 + i * 50)).is_ok());
+        }
+        let burst = |at| (0..20).filter(|_| l.check_at(b"k", ms(at)).is_ok()).count();
+        assert_eq!(burst(1499), 0, "all ten are in the window");
+        assert_eq!(burst(1500), 1, "the one at 500 ms has left it");
+        assert_eq!(burst(1549), 0);
+        assert_eq!(burst(1550), 1);
+    }
+
+    #[test]
+    fn no_window_holds_more_than_n_whatever_the_arrivals() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand::rngs::StdRng::seed_from_u64(36);
+        let w = Duration::from_secs(1);
+        for n in [1u32, 3, 10] {
+            let l = Limiter::new(Rate::Every { n, window: w });
+            let mut now = Duration::ZERO;
+            let mut admitted = Vec::new();
+            for _ in 0..5_000 {
+                now += Duration::from_micros(rng.random_range(0..(400_000 / n as u64)));
+                let in_window = admitted.iter().filter(|&&t| t + w > now).count();
+                let r = l.check_at(b"k", now);
+                // Exact both ways: refused only when the window is full.
+                assert_eq!(r.is_ok(), in_window < n as usize, "n={n} at {now:?}");
+                if r.is_ok() {
+                    admitted.push(now);
+                }
+            }
+            assert_eq!(most_in_any_window(&admitted, w), n as usize);
+        }
     }
 
     #[test]

@@ -12,6 +12,7 @@ use crate::domain::ids::{hash_secret, new_secret, random_bytes};
 use crate::http::{self, AppState};
 use crate::hub::Hub;
 use crate::store::Store;
+use crate::store::guarded::Guarded;
 use crate::store::postgres::PostgresStore;
 use crate::store::sqlite::SqliteStore;
 
@@ -78,13 +79,15 @@ pub async fn open_store(config: &Config, hub: Arc<Hub>) -> Result<Arc<dyn Store>
                     parent.display()
                 )));
             }
-            Ok(Arc::new(SqliteStore::open(path, hub).map_err(|e| {
-                StartError::CannotCreate(format!(
-                    "cannot create or open the SQLite file {path}: {e}"
-                ))
-            })?))
+            Ok(Arc::new(Guarded::new(
+                SqliteStore::open(path, hub).map_err(|e| {
+                    StartError::CannotCreate(format!(
+                        "cannot create or open the SQLite file {path}: {e}"
+                    ))
+                })?,
+            )))
         }
-        Database::Postgres(url) => Ok(Arc::new({
+        Database::Postgres(url) => Ok(Arc::new(Guarded::new({
             crate::store::postgres::connect::options(url).map_err(|e| {
                 StartError::Config(format!(
                     "--database: {}",
@@ -100,7 +103,7 @@ pub async fn open_store(config: &Config, hub: Arc<Hub>) -> Result<Arc<dyn Store>
                         crate::config::redact_in(&e.to_string(), url)
                     ))
                 })?
-        })),
+        }))),
     }
 }
 
@@ -232,7 +235,7 @@ pub const STORE_FIRST_NICE: i32 = 5;
 /// the SQLite writer and syncer, started just before at the default. The
 /// writer is the pipeline's one serial stage and a click is answered only
 /// after its batch's sync: under CPU contention they run first, the rest
-/// takes the gaps; with spare CPU nothing changes (docs/DECISIONS.md).
+/// takes the gaps; with spare CPU nothing changes (docs/notes/DECISIONS.md).
 fn store_first() {
     #[cfg(target_os = "linux")]
     {

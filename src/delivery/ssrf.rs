@@ -26,6 +26,9 @@ fn embedded_v4(ip: Ipv6Addr) -> Option<Ipv4Addr> {
     if let Some(v4) = ip.to_ipv4_mapped() {
         return Some(v4);
     }
+    if s[..6] == [0, 0, 0, 0, 0xffff, 0] {
+        return Some(low(s[6], s[7]));
+    }
     // `::` and `::1` are themselves (unspecified, loopback): private below.
     if s[..6] == [0; 6] && (s[6] != 0 || s[7] > 1) {
         return Some(low(s[6], s[7]));
@@ -248,6 +251,15 @@ mod tests {
             "fe80::1",
             "fd00::1",
             "::ffff:127.0.0.1",
+            "::ffff:0:7f00:1",
+            "::ffff:0:10.0.0.1",
+            "::ffff:7f00:1",
+            "::7f00:1",
+            "64:ff9b:1::7f00:1",
+            "2002:7f00:1::1",
+            "2002:a00:1::",
+            "::ffff:192.168.0.1",
+            "::ffff:0:a9fe:a9fe",
             "100.64.0.1",
             // IPv6 transition forms of private IPv4 addresses.
             "::127.0.0.1",
@@ -275,6 +287,8 @@ mod tests {
             "64:ff9b::808:808",
             "2002:808:808::1",
             "::8.8.8.8",
+            "::ffff:8.8.8.8",
+            "::ffff:0:808:808",
             "2001:4860:4860::8888",
         ] {
             assert!(!is_private(ip.parse().unwrap()), "{ip}");
@@ -320,6 +334,16 @@ mod tests {
             "http://[2002:a9fe:a9fe::]/x",
             "http://[2001::1]/x",
             "http://[::ffff:127.0.0.1]/x",
+            "http://[::ffff:0:7f00:1]/x",
+            "http://[::ffff:7f00:1]:8080/x",
+            "http://[0:0:0:0:ffff:0:7f00:1]/x",
+            "http://[64:ff9b::7f00:1]/x",
+            "http://[64:ff9b::127.0.0.1]/x",
+            "http://[64:ff9b:1::7f00:1]/x",
+            "http://[::127.0.0.1]/x",
+            "http://[::7f00:1]/x",
+            "http://[2002:7f00:1::1]/x",
+            "http://[::ffff:0:c0a8:101]/x",
         ] {
             assert!(
                 matches!(check_literal(u, false), Err(Refusal::Private(_))),

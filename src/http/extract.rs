@@ -207,6 +207,20 @@ impl FromRequest for Bot {
 
     fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
         let st = state(req);
+        // §17: the customer portal's session, scoped to one chatbot.
+        if let Some(session) = bearer(req).filter(|t| t.starts_with("ps_")) {
+            let (session, method, path) = (
+                session.to_string(),
+                req.method().clone(),
+                req.path().to_string(),
+            );
+            return Box::pin(async move {
+                let st = st?;
+                let b = super::portal::session_bot(&st, &session, &method, &path).await?;
+                super::guard::api_key(&st, &b.id)?;
+                Ok(Bot(b))
+            });
+        }
         let token = bearer(req).map(hash_secret);
         let act_for = req
             .headers()

@@ -3,6 +3,7 @@
 pub mod access_log;
 pub mod admin;
 pub mod ask;
+pub mod assets;
 pub mod bot;
 pub mod check;
 pub mod conversations;
@@ -14,6 +15,7 @@ pub mod inbox;
 pub mod openapi;
 pub mod ops;
 pub mod pages;
+pub mod portal;
 pub mod responses;
 pub mod views;
 pub mod widget;
@@ -50,6 +52,7 @@ pub fn routes(cfg: &mut utoipa_actix_web::service_config::ServiceConfig) {
     ask::routes(cfg);
     responses::routes(cfg);
     ops::routes(cfg);
+    portal::routes(cfg);
     pages::routes(cfg);
 }
 

@@ -17,18 +17,15 @@ async fn healthz() -> HttpResponse {
     HttpResponse::Ok().json(json!({"status": "ok"}))
 }
 
-/// The store answers.
-#[utoipa::path(tag = "ops", responses((status = 200, description = "ready", body = views::Status), (status = 503, description = "service_unavailable: the store does not answer")))]
+/// The store answers: 503 `store_unavailable` (problem JSON, with
+/// `Retry-After`) while it does not, answered at once while the store's
+/// circuit is open.
+#[utoipa::path(tag = "ops", responses((status = 200, description = "ready", body = views::Status), (status = 503, description = "the store does not answer", content_type = "application/problem+json", body = crate::error::Problem)))]
 #[get("/readyz")]
 async fn readyz(st: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
     match st.store.queue_stats().await {
         Ok(_) => Ok(HttpResponse::Ok().json(json!({"status": "ready"}))),
-        Err(e) => Err(ApiError::new(
-            actix_web::http::StatusCode::SERVICE_UNAVAILABLE,
-            "service_unavailable",
-            "Service unavailable",
-            e.to_string(),
-        )),
+        Err(e) => Err(ApiError::Unavailable(e.to_string())),
     }
 }
 

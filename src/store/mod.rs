@@ -2,6 +2,8 @@
 //! `sqlite` implements it with one group-committing writer thread.
 
 pub mod cache;
+pub mod circuit;
+pub mod guarded;
 pub mod postgres;
 pub mod script;
 pub mod sqlite;
@@ -359,6 +361,11 @@ pub trait Store:
     /// the store, and leases of a previous run are not void at start.
     fn shared(&self) -> bool {
         false
+    }
+    /// Whether the store takes a write now: what the circuit around it
+    /// asks before it lets requests through again (see [`circuit`]).
+    fn probe(&self) -> BoxFut<'_, StoreResult<()>> {
+        Box::pin(async move { self.queue_stats().await.map(|_| ()) })
     }
 }
 

@@ -232,4 +232,11 @@ impl Store for PostgresStore {
     fn shared(&self) -> bool {
         true
     }
+    /// A round trip on a connection of the pool.
+    fn probe(&self) -> BoxFut<'_, StoreResult<()>> {
+        Box::pin(async move {
+            sqlx::query("SELECT 1").execute(&self.pool).await?;
+            Ok(())
+        })
+    }
 }

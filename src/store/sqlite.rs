@@ -75,8 +75,32 @@ fn backend(e: impl std::fmt::Display) -> StoreError {
 
 impl From<rusqlite::Error> for StoreError {
     fn from(e: rusqlite::Error) -> Self {
-        backend(e)
+        if out_of_service(&e) {
+            StoreError::Unavailable(e.to_string())
+        } else {
+            backend(e)
+        }
     }
+}
+
+/// A failure of the file, not of the request: a full disk, a file or file
+/// system gone read-only, an I/O error, a file that cannot be opened, a
+/// lock held elsewhere past the busy timeout. The same request may succeed
+/// once the operator has made room.
+pub(crate) fn out_of_service(e: &rusqlite::Error) -> bool {
+    use rusqlite::ErrorCode as C;
+    matches!(
+        e.sqlite_error_code(),
+        Some(
+            C::DiskFull
+                | C::ReadOnly
+                | C::SystemIoFailure
+                | C::CannotOpen
+                | C::DatabaseBusy
+                | C::DatabaseLocked
+                | C::OutOfMemory
+        )
+    )
 }
 
 fn open(path: &str) -> rusqlite::Result<Connection> {
@@ -160,7 +184,17 @@ impl SqliteStore {
     }
 }
 
-impl Store for SqliteStore {}
+impl Store for SqliteStore {
+    /// A durable write through the writer (reads keep working on a full
+    /// disk; a write is what fails there).
+    fn probe(&self) -> BoxFut<'_, StoreResult<()>> {
+        Box::pin(self.write(|c| {
+            c.prepare_cached("INSERT OR REPLACE INTO meta (key, value) VALUES ('probe', ?1)")?
+                .execute([crate::domain::time::now_ms().to_string()])?;
+            Ok(())
+        }))
+    }
+}
 
 #[cfg(test)]
 mod tests {

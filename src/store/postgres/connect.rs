@@ -14,18 +14,19 @@ use crate::store::{StoreError, StoreResult};
 
 /// Connections per instance when not configured: room for the HTTP
 /// workers' group commits, the delivery claims and records, and the reads
-/// of streams and pages at once (docs/DEPLOYMENT.md).
+/// of streams and pages at once (docs/deploying.md).
 pub const DEFAULT_POOL: u32 = 16;
 
-/// How long a request waits for a connection before it is answered 503
-/// with `Retry-After` (sqlx's default is 30 s): a database that is
-/// restarting or failing over says so quickly, and a client retries.
+/// How long a caller waits for a connection, a new one's connect included
+/// (sqlx's default is 30 s). A request waits less: the store's circuit
+/// answers it 503 once the store has not answered anyone for
+/// `store::circuit::BOUND` (docs/notes/reliability.md).
 pub const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// A connection idle for longer than this is checked (one round trip)
 /// before it is handed out; one in use within it is not: a ping on every
 /// acquire was a round trip more per statement on the hot path
-/// (docs/BENCHMARKS.md). A connection that broke since fails its statement,
+/// (docs/notes/BENCHMARKS.md). A connection that broke since fails its statement,
 /// which the caller sees as a store error (nothing accepted is lost), and
 /// the pool opens a new one.
 const CHECK_IF_IDLE: Duration = Duration::from_secs(1);
@@ -63,16 +64,20 @@ fn lost_connection(e: &sqlx::Error) -> bool {
 /// A failure that says nothing of the request, only that the database
 /// cannot be reached now: a lost or refused connection, no connection
 /// free within [`ACQUIRE_TIMEOUT`], PostgreSQL's class 53 (insufficient
-/// resources, such as too many connections) and 57P03 (starting up). A
+/// resources, such as too many connections), 57P03 (starting up), 55000
+/// (the database does not allow connections: `ALLOW_CONNECTIONS false`),
+/// 3D000 (no such database) and class 28 (the role may not log in now). A
 /// deadlock is not one of them: the click batch runs its clicks again one
 /// by one for it.
 pub fn transient(e: &sqlx::Error) -> bool {
     match e {
         sqlx::Error::PoolTimedOut | sqlx::Error::PoolClosed => true,
         sqlx::Error::Database(d) => {
-            d.code()
-                .is_some_and(|c| c.starts_with("53") || &*c == "57P03")
-                || lost_connection(e)
+            d.code().is_some_and(|c| {
+                c.starts_with("53")
+                    || c.starts_with("28")
+                    || matches!(&*c, "57P03" | "55000" | "3D000")
+            }) || lost_connection(e)
         }
         _ => lost_connection(e),
     }

@@ -296,7 +296,9 @@ impl Queue for PostgresStore {
             let q = format!(
                 "WITH unflushed AS (SELECT set_config('synchronous_commit', 'off', true)),
                  claimed AS (
-                   UPDATE events SET leased_until = $2 WHERE seq IN (
+                   UPDATE events SET leased_until = $2,
+                     attempts = attempts + CASE WHEN leased_until > 0 THEN 1 ELSE 0 END
+                   WHERE seq IN (
                     SELECT e.seq FROM events e
                     WHERE e.is_head = 1 AND e.status IN ('pending', 'failed')
                       AND e.next_attempt_at <= $1 AND e.leased_until <= $1
@@ -416,7 +418,7 @@ impl Queue for PostgresStore {
     /// What an attempt did is not accepted work: a record lost with the
     /// database's last moments sends its event again (at least once, the
     /// same event_id), so its commit does not wait for the disk
-    /// (`synchronous_commit` off for this transaction; docs/DECISIONS.md).
+    /// (`synchronous_commit` off for this transaction; docs/notes/DECISIONS.md).
     fn record_attempts(&self, records: Vec<AttemptRecord>) -> BoxFut<'_, StoreResult<()>> {
         Box::pin(async move {
             let mut held = self.recording.get().await?;
@@ -430,7 +432,9 @@ impl Queue for PostgresStore {
             match event_ids {
                 // Several instances may share this database: only expired
                 // leases are everyone's to release.
-                None => sqlx::query("UPDATE events SET leased_until = 0 WHERE leased_until > 0 AND leased_until < $1")
+                // A lease that ran out was neither recorded nor given
+                // back: its try may have reached the receiver, and counts.
+                None => sqlx::query("UPDATE events SET leased_until = 0, attempts = attempts + 1 WHERE leased_until > 0 AND leased_until < $1")
                     .bind(crate::domain::time::now_ms())
                     .execute(&self.pool)
                     .await,

@@ -92,6 +92,27 @@ pub(super) fn promote_next(
     Ok((Some((c, at)), true))
 }
 
+impl SqliteStore {
+    /// Writes the lease of claimed deliveries (`0`: given back unsent).
+    /// One process owns the file, so the lease itself lives in memory
+    /// (`claims`); the table's copy says, after a crash, which deliveries
+    /// may have been sent.
+    async fn mark_leased(&self, claimed: &[Claimed], until: i64) -> StoreResult<()> {
+        if claimed.is_empty() {
+            return Ok(());
+        }
+        let seqs: Vec<i64> = claimed.iter().map(|c| c.seq).collect();
+        self.write_decided(false, move |c| {
+            let mut st = c.prepare_cached("UPDATE events SET leased_until = ?2 WHERE seq = ?1")?;
+            for seq in seqs {
+                st.execute(params![seq, until])?;
+            }
+            Ok(())
+        })
+        .await
+    }
+}
+
 impl Queue for SqliteStore {
     fn claim_due(
         &self,
@@ -161,6 +182,12 @@ impl Queue for SqliteStore {
         Box::pin(async move {
             let mut claimed = r?;
             claimed.sort_by_key(|r| r.seq);
+            // Written before any of them is sent: a crash from here on
+            // counts their tries (see `release_leases`).
+            if let Err(e) = self.mark_leased(&claimed, lease_until).await {
+                self.claims.lock().give_back(claimed);
+                return Err(e);
+            }
             Ok(Claim {
                 claimed,
                 next_due_at: next,
@@ -300,23 +327,53 @@ impl Queue for SqliteStore {
         })
     }
 
+    /// `None` on start: a lease left in the table is a delivery handed out
+    /// by a process that ended without recording it or giving it back (a
+    /// crash): its try may have reached the receiver, so it counts, and the
+    /// next carries the next number (§15).
     fn release_leases(&self, event_ids: Option<Vec<String>>) -> BoxFut<'_, StoreResult<()>> {
-        let mut cl = self.claims.lock();
-        match event_ids {
-            None => cl.release_claimed(),
-            Some(ids) => {
-                for id in ids {
-                    cl.leases.remove(&id);
+        Box::pin(async move {
+            let ids = event_ids.clone();
+            self.write_decided(false, move |c| {
+                match ids {
+                    None => c
+                        .prepare_cached(
+                            "UPDATE events SET attempts = attempts + 1, leased_until = 0
+                             WHERE leased_until > 0 AND status IN ('pending', 'failed')",
+                        )?
+                        .execute([])?,
+                    Some(ids) => {
+                        let mut st =
+                            c.prepare_cached("UPDATE events SET leased_until = 0 WHERE id = ?1")?;
+                        for id in ids {
+                            st.execute([id])?;
+                        }
+                        0
+                    }
+                };
+                Ok(())
+            })
+            .await?;
+            let mut cl = self.claims.lock();
+            match event_ids {
+                None => cl.release_claimed(),
+                Some(ids) => {
+                    for id in ids {
+                        cl.leases.remove(&id);
+                    }
                 }
             }
-        }
-        cl.cold_at(0);
-        Box::pin(async { Ok(()) })
+            cl.cold_at(0);
+            Ok(())
+        })
     }
 
     fn give_back(&self, claims: Vec<Claimed>) -> BoxFut<'_, StoreResult<()>> {
-        self.claims.lock().give_back(claims);
-        Box::pin(async { Ok(()) })
+        Box::pin(async move {
+            let r = self.mark_leased(&claims, 0).await;
+            self.claims.lock().give_back(claims);
+            r
+        })
     }
 
     fn next_due_at(&self) -> BoxFut<'_, StoreResult<Option<i64>>> {
