@@ -197,7 +197,7 @@ async fn redeliver_all(
 
 /// Send a signed `webhook.test` event through the delivery pipeline, to
 /// check the endpoint. Its attempts show in the deliveries log.
-#[utoipa::path(tag = "events", request_body(content = Option<Object>, description = "No body, or `{}`"), responses((status = 202, description = "The test event queued", body = views::EventQueued), (status = 422, description = "validation_failed")), security(("api_key" = [])))]
+#[utoipa::path(tag = "events", request_body(content = views::TestEventRequest, description = "No body, or `{}`"), responses((status = 202, description = "The test event queued", body = views::EventQueued), (status = 422, description = "validation_failed")), security(("api_key" = [])))]
 #[post("/api/v1/events/test")]
 async fn test_event(
     bot: Bot,

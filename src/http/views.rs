@@ -83,6 +83,11 @@ pub struct MessagePage {
     pub page: Page,
 }
 
+/// `POST /api/v1/events/test`: no body, or an empty object.
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TestEventRequest {}
+
 /// A chatbot.
 #[derive(Serialize, ToSchema)]
 pub struct Chatbot {

@@ -350,6 +350,12 @@ async fn a_database_out_of_reach_answers_503_with_retry_after() {
     let body: serde_json::Value = r.json().await.expect("problem JSON");
     assert_eq!(body["code"], "store_unavailable", "{body}");
     assert_eq!(body["status"], 503, "{body}");
+    // Readiness says so too, as problem JSON (documented in the OpenAPI).
+    let r = app.get("/readyz", "").await;
+    assert_eq!(r.status(), 503);
+    assert_eq!(r.headers()["content-type"], "application/problem+json");
+    let body: serde_json::Value = r.json().await.expect("problem JSON");
+    assert_eq!(body["code"], "store_unavailable", "{body}");
     assert!(
         waited < std::time::Duration::from_secs(2),
         "answered after {waited:?}"
