@@ -61,3 +61,28 @@ async fn the_widget_focuses_its_panel_asks_before_a_new_conversation_and_fills_i
     no_violations("inline widget", &out["axeInline"]);
     site.stop().await;
 }
+
+#[actix_web::test]
+async fn the_dashboard_has_no_axe_violations_at_360_and_1280_px() {
+    let app = spawn_app().await;
+    let mut rx = Receiver::start().await;
+    let bot = app.create_bot(&rx.url).await;
+    let conv = app.create_conv(&bot).await;
+    let r = app
+        .post(
+            &format!("/widget/v1/conversations/{}/messages", conv.id),
+            &conv.token,
+            &json!({"text": "Can someone call me back about pricing? It is about a long order with many lines"}),
+        )
+        .await;
+    assert_eq!(r.status(), 201);
+    rx.take(1, std::time::Duration::from_secs(10)).await;
+    app.buttons(&bot, &conv, true).await;
+    let out = run(
+        "dashboard_axe",
+        json!({"url": app.address, "token": bot.api_key}),
+    )
+    .await;
+    no_violations("dashboard at 360 px", &out["360"]);
+    no_violations("dashboard at 1280 px", &out["1280"]);
+}
