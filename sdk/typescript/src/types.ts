@@ -18,7 +18,8 @@ export type Interaction = Omit<S["Interaction"], "response"> & {
 };
 export type EventRecord = S["Event"];
 export type EventWithAttempts = S["EventWithAttempts"];
-export type CreatedConversation = S["CreatedConversation"] & { widget_url?: string };
+/** A conversation the bot started (§16), with the link that opens the widget on it. */
+export type CreatedConversation = S["StartedConversation"];
 
 /** How a question ended (§7). */
 export interface Answer {
@@ -33,13 +34,7 @@ export interface Answer {
 }
 
 /** A conversation as listed by the bot (§16). */
-export interface Conversation {
-  id: string;
-  visitor: Person;
-  created_at: string;
-  last_message_at: string | null;
-  pending_interactions: number;
-}
+export type Conversation = S["ConversationItem"];
 
 /** A webhook endpoint (§13). */
 export interface Endpoint {
