@@ -3,6 +3,7 @@
 
 import { api, idempotencyKey, problem, session } from "./api.js";
 import { h, pretty, valueName, when } from "./dom.js";
+import { answerField, answerValues } from "./fields.js";
 
 /** Links to a question's attachments, fetched with the API key and linked as blob: downloads. */
 function files(list) {
@@ -188,23 +189,9 @@ export class Inbox {
     const fields = (i.payload && i.payload.fields) || [];
     const form = h("form", { class: "answer-form fields", novalidate: true, onsubmit: (e) => {
       e.preventDefault();
-      const values = {};
-      for (const f of fields) {
-        const el = form.elements.namedItem(f.name);
-        if (el) values[f.name] = f.type === "checkbox" ? el.checked : el.value;
-      }
-      send({ type: "text", values }, form);
+      send({ type: "text", values: answerValues(fields, form) }, form);
     } },
-    fields.map((f) => {
-      const id = `${i.id}-${f.name}`;
-      let control;
-      if (f.type === "textarea") control = h("textarea", { id, name: f.name, rows: 2 });
-      else if (f.type === "select") control = h("select", { id, name: f.name }, h("option", { value: "" }, "Choose…"), (f.options || []).map((o) => h("option", { value: o.value }, o.label)));
-      else if (f.type === "checkbox") control = h("input", { id, name: f.name, type: "checkbox" });
-      else control = h("input", { id, name: f.name, type: "text", inputmode: f.type === "number" ? "decimal" : null });
-      return h("div", { class: `field field-${f.type}`, dataset: { name: f.name } },
-        h("label", { for: id }, f.label || f.name, f.required ? " *" : ""), control, h("span", { class: "field-error" }));
-    }),
+    fields.map((f) => answerField(f, `${i.id}-${f.name}`)),
     h("button", { class: "btn btn-primary", type: "submit" }, "Send answer"));
     return form;
   }

@@ -18,9 +18,15 @@ use std::time::Duration;
 
 use super::{StoreError, StoreResult};
 
-/// The longest a request's call waits on the store before it is answered
-/// `Unavailable`: within §15's 2 s, with room for the HTTP round trip.
+/// The longest a request's call waits on a store that is not answering
+/// before it is answered `Unavailable`: within §15's 2 s, with room for the
+/// HTTP round trip. A store that answers other calls meanwhile is busy,
+/// not gone: the call waits on, in steps of [`BOUND`], up to [`BUSY`].
 pub const BOUND: Duration = Duration::from_millis(1500);
+
+/// The longest a request's call waits on a store that keeps answering
+/// other calls (lock waits, a machine under load).
+pub const BUSY: Duration = Duration::from_secs(30);
 
 /// Failures in a row that open the circuit: one slow statement under load
 /// does not turn the service away.
@@ -49,6 +55,8 @@ pub struct Circuit {
     open_until: AtomicI64,
     /// A probe is under way (half open).
     probing: AtomicBool,
+    /// When a call last had an answer of the store (ms since the epoch).
+    answered_at: AtomicI64,
 }
 
 fn now_ms() -> i64 {
@@ -59,16 +67,6 @@ fn refused() -> StoreError {
     StoreError::Unavailable("the store did not answer just now (circuit open)".into())
 }
 
-async fn bounded<T>(f: impl Future<Output = StoreResult<T>>) -> StoreResult<T> {
-    match tokio::time::timeout(BOUND, f).await {
-        Ok(r) => r,
-        Err(_) => Err(StoreError::Unavailable(format!(
-            "the store did not answer within {} ms",
-            BOUND.as_millis()
-        ))),
-    }
-}
-
 impl Circuit {
     pub fn new() -> Self {
         Self::default()
@@ -77,6 +75,28 @@ impl Circuit {
     /// Whether calls are being turned away now.
     pub fn is_open(&self) -> bool {
         self.open_until.load(Ordering::Acquire) != 0
+    }
+
+    /// Runs `f` for at most [`BOUND`], or on while the store answers
+    /// other calls (up to [`BUSY`]).
+    async fn bounded<T>(&self, f: impl Future<Output = StoreResult<T>>) -> StoreResult<T> {
+        let started = now_ms();
+        let mut f = std::pin::pin!(f);
+        let mut waited = Duration::ZERO;
+        loop {
+            if let Ok(r) = tokio::time::timeout(BOUND, &mut f).await {
+                return r;
+            }
+            waited += BOUND;
+            let answered = self.answered_at.load(Ordering::Acquire);
+            let busy = answered > started && now_ms() - answered < BOUND.as_millis() as i64;
+            if !busy || waited >= BUSY {
+                return Err(StoreError::Unavailable(format!(
+                    "the store did not answer within {} ms",
+                    waited.as_millis()
+                )));
+            }
+        }
     }
 
     fn close(&self) {
@@ -127,7 +147,7 @@ impl Circuit {
             }
             // A probe whose caller goes away ends with it.
             let _probing = Probing(&self.probing);
-            match bounded(probe()).await {
+            match self.bounded(probe()).await {
                 Ok(()) => self.close(),
                 Err(e) => {
                     self.open(self.failures.load(Ordering::Acquire));
@@ -136,9 +156,12 @@ impl Circuit {
             }
         }
         let r = match call {
-            Call::Read | Call::Write => bounded(f).await,
+            Call::Read | Call::Write => self.bounded(f).await,
             Call::Background => f.await,
         };
+        if !matches!(r, Err(StoreError::Unavailable(_))) {
+            self.answered_at.store(now_ms(), Ordering::Release);
+        }
         match &r {
             Err(StoreError::Unavailable(_)) => self.failed(),
             Err(_) | Ok(_) if call == Call::Read => {}

@@ -11,6 +11,7 @@ mod blocks;
 mod conversations;
 mod core;
 mod delivery;
+mod deploy;
 mod embed;
 mod inbox;
 mod lifecycle;

@@ -60,8 +60,10 @@ const RUNNING: usize = 1;
 /// a database that stopped answering (no error, no reset) must not hold
 /// the clicks queued behind it, nor the batches after it. Its connection
 /// is closed; a commit it may still have made is the case §15 allows (the
-/// store lost its answer to a commit it made).
-const BATCH_BOUND: std::time::Duration = std::time::Duration::from_millis(1000);
+/// store lost its answer to a commit it made). Longer than a request's
+/// bound (`store::circuit::BOUND`, which answers the clicks 503 first): a
+/// batch slowed by lock waits under load is not cut.
+const BATCH_BOUND: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// What a click produced, published by the caller once committed.
 pub struct Done {
@@ -203,13 +205,14 @@ impl Inner {
             }
             // The database is out of reach: every click of the batch is
             // answered so at once, none waits again on its own.
-            Err(StoreError::Unavailable(e)) => {
+            Err(Failed::Reach(e)) => {
                 tracing::debug!(error = %e, clicks = jobs.len(), "a click batch found the database out of reach");
+                let e = e.to_string();
                 for job in jobs {
                     let _ = job.reply.send(Err(StoreError::Unavailable(e.clone())));
                 }
             }
-            Err(e) => {
+            Err(Failed::Run(e)) => {
                 tracing::debug!(error = %e, clicks = jobs.len(), "a click batch failed; one by one");
                 // A click that finds the database out of reach on its own
                 // too answers for the rest: each would wait as long again.
@@ -262,24 +265,36 @@ impl Inner {
     /// statement. A failure closes that connection, whatever transaction it
     /// left open with it. Once the message with the `COMMIT` came back, nothing
     /// fails the batch (a failure then would send committed clicks round again).
-    async fn apply_set(&self, reqs: &[&InteractRequest]) -> StoreResult<Results> {
-        let mut held = self.conn.get().await?;
+    async fn apply_set(&self, reqs: &[&InteractRequest]) -> Result<Results, Failed> {
+        let mut held = self.conn.get().await.map_err(Failed::Reach)?;
         if held.fresh() {
             self.prepared.store(0, Ordering::Relaxed);
         }
         let r = match held.conn() {
-            Ok(conn) => tokio::time::timeout(BATCH_BOUND, self.apply_on(conn, reqs))
-                .await
-                .unwrap_or_else(|_| {
-                    Err(StoreError::Unavailable(format!(
+            Ok(conn) => match tokio::time::timeout(BATCH_BOUND, self.apply_on(conn, reqs)).await {
+                Ok(r) => r,
+                Err(_) => {
+                    let e = StoreError::Unavailable(format!(
                         "a click batch had no answer within {} ms",
                         BATCH_BOUND.as_millis()
-                    )))
-                }),
+                    ));
+                    return held.check_closing(Err(e)).map_err(Failed::Reach);
+                }
+            },
             Err(e) => Err(e),
         };
-        held.check_closing(r)
+        held.check_closing(r).map_err(Failed::Run)
     }
+}
+
+/// How a batch failed.
+enum Failed {
+    /// No connection, or no answer within [`BATCH_BOUND`]: the database is
+    /// out of reach, and each click would wait as long again.
+    Reach(StoreError),
+    /// The transaction failed (a deadlock, a connection cut under it):
+    /// its clicks are run again one by one.
+    Run(StoreError),
 }
 
 /// The statements a message must prepare before it uses them: those of

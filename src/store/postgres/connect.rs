@@ -17,11 +17,11 @@ use crate::store::{StoreError, StoreResult};
 /// of streams and pages at once (docs/deploying.md).
 pub const DEFAULT_POOL: u32 = 16;
 
-/// How long a request waits for a connection, a new one's connect
-/// included, before it is answered 503 with `Retry-After` (sqlx's default
-/// is 30 s): a database that is restarting, failing over or out of reach
-/// says so within §15's 2 s, and a client retries.
-pub const ACQUIRE_TIMEOUT: Duration = Duration::from_millis(1000);
+/// How long a caller waits for a connection, a new one's connect included
+/// (sqlx's default is 30 s). A request waits less: the store's circuit
+/// answers it 503 once the store has not answered anyone for
+/// `store::circuit::BOUND` (docs/notes/reliability.md).
+pub const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// A connection idle for longer than this is checked (one round trip)
 /// before it is handed out; one in use within it is not: a ping on every

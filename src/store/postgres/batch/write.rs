@@ -127,7 +127,7 @@ pub(super) fn write_statement(
     args.push(literal::byteas(payloads)?);
     args.push(literal::bigints(&created)?);
     args.push(literal::bigints(&leases)?);
-    args.push(literal::opt_texts(traces.into_iter())?);
+    args.push(literal::opt_texts(traces)?);
     if streaming {
         args.push(literal::texts(s_convs)?);
         args.push(literal::texts(s_data)?);
