@@ -111,6 +111,6 @@ async fn serve(args: ServeArgs) -> Result<i32, String> {
     if let Some(t) = &app.generated_admin_token {
         println!("admin token (shown once, store it now): {t}");
     }
-    app.run_until_stopped().await.map_err(|e| e.to_string())?;
+    app.run_until_signalled().await.map_err(|e| e.to_string())?;
     Ok(0)
 }

@@ -5,6 +5,7 @@ pub mod admin;
 pub mod ask;
 pub mod bot;
 pub mod check;
+pub mod conns;
 pub mod cors;
 pub mod events;
 pub mod extract;
@@ -91,4 +92,5 @@ pub fn app(
         })
         .wrap(actix_web::middleware::from_fn(access_log::log_request))
         .wrap(actix_web::middleware::from_fn(cors::widget_cors))
+        .wrap(actix_web::middleware::from_fn(conns::track))
 }

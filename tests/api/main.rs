@@ -8,6 +8,7 @@ mod bench_smoke;
 mod core;
 mod delivery;
 mod embed;
+mod faults;
 mod inbox;
 mod lifecycle;
 mod newcomer;
