@@ -147,6 +147,11 @@ impl Application {
         );
         let dispatcher = delivery::spawn(state.clone().into_inner())?;
         let purge = crate::lifecycle::spawn_purge(state.store.clone(), state.config.purge_interval);
+        tracing::info!(
+            open_file_limit = nofile,
+            max_connections = conns.cap(),
+            "connections capped below the open-file limit"
+        );
         let st = state.clone();
         let on_connect = conns.clone();
         // Small writes (stream events, short answers) go out at once.

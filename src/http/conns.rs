@@ -59,6 +59,7 @@ pub struct Conns {
     open: Mutex<HashMap<u64, Entry>>,
     next_id: AtomicU64,
     evicted: AtomicU64,
+    last_warned: AtomicI64,
 }
 
 /// Lives in a connection's data: unregisters it when the connection ends.
@@ -81,6 +82,7 @@ impl Conns {
             open: Mutex::new(HashMap::new()),
             next_id: AtomicU64::new(0),
             evicted: AtomicU64::new(0),
+            last_warned: AtomicI64::new(-1000),
         })
     }
 
@@ -149,8 +151,22 @@ impl Conns {
             // checked to be this connection's; it does not close the
             // descriptor, its owner still does.
             unsafe { libc::shutdown(e.fd, libc::SHUT_RDWR) };
-            self.evicted.fetch_add(1, Ordering::Relaxed);
-            tracing::warn!(peer = %e.peer, cap = self.cap, "connection cap reached; closed the connection stalled longest");
+            let n = self.evicted.fetch_add(1, Ordering::Relaxed) + 1;
+            // One line a second at most, however many are closed.
+            let now = self.now_ms();
+            let last = self.last_warned.load(Ordering::Relaxed);
+            if now - last >= 1000
+                && self
+                    .last_warned
+                    .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
+                    .is_ok()
+            {
+                tracing::warn!(
+                    cap = self.cap,
+                    closed_so_far = n,
+                    "connection cap reached; closing the connections stalled longest"
+                );
+            }
         }
         true
     }
