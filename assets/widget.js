@@ -6,19 +6,30 @@
 // page's styles and the widget's never meet. The modules under
 // /assets/widget/ come from the server this script came from; if they cannot
 // be loaded, a short notice says so.
+//
+// This file is all a page loads until the launcher is opened: the panel's
+// modules (under content-hashed names the build writes into PANEL_MODULES,
+// cached for a year) and its stylesheet are fetched, all at once, on first
+// open, or as soon as a pointer or focus comes to the launcher.
 (() => {
   "use strict";
   const script = document.currentScript;
   const origin = script && script.src ? new URL(script.src).origin : location.origin;
   const FAIL = "The chat is unavailable right now. Please try again later.";
   const CHAT_ICON = "M4 5h16a2 2 0 0 1 2 2v9a2 2 0 0 1-2 2h-8l-5 4v-4H4a2 2 0 0 1-2-2V7a2 2 0 0 1 2-2z";
+  // The panel's modules, filled in by the build (build.rs).
+  const PANEL_MODULES = /* panel-modules */ [];
+  const CSS = `${origin}/assets/widget.css`;
   const CLOSE_ICON = "M6.4 5 12 10.6 17.6 5 19 6.4 13.4 12 19 17.6 17.6 19 12 13.4 6.4 19 5 17.6 10.6 12 5 6.4z";
   // What must hold even when widget.css cannot be loaded: the shadow host
   // ignores the page's rules, and the launcher and its panel are placed.
   const SHELL = `
-:host { all: initial !important; display: block !important; }
-:host([data-blockhook-launcher]) { position: static !important; width: 0 !important; height: 0 !important; }
-.bh-root { font: 15px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; color: #111827; }
+:host([data-blockhook-launcher]) { all: initial !important; display: block !important; position: static !important; width: 0 !important; height: 0 !important; }
+:host([data-blockhook-widget]) { display: block; }
+.bh-root { all: initial; display: block; font: 15px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; color: #111827; }
+.bh-sized { height: 100%; }
+.bh-sized > .bh-widget { box-sizing: border-box; height: 100%; min-height: 0; }
+.bh-panel:focus { outline: none; }
 .bh-launcher {
   position: fixed; right: 20px; bottom: 20px; z-index: 2147483000;
   display: flex; align-items: center; justify-content: center;
@@ -58,11 +69,13 @@
     return t.content.firstChild;
   }
 
-  /** A shadow root on `host` with the widget's styles; returns its box. */
-  function shell(host) {
+  /** A shadow root on `host` with the widget's styles (the full sheet now,
+   * or with `styles()` when the panel opens); returns its box. */
+  function shell(host, lazy) {
     const root = host.shadowRoot || host.attachShadow({ mode: "open", serializable: true });
     const box = el("div", { class: "bh-root" });
-    root.replaceChildren(el("link", { rel: "stylesheet", href: `${origin}/assets/widget.css` }), box);
+    root.replaceChildren(box);
+    if (!lazy) styles(root);
     // A constructed sheet, not a <style>: a page's Content-Security-Policy
     // without 'unsafe-inline' would refuse the element.
     if ("adoptedStyleSheets" in root && typeof CSSStyleSheet.prototype.replaceSync === "function") {
@@ -75,6 +88,23 @@
       root.prepend(style);
     }
     return box;
+  }
+
+  /** The widget's stylesheet, once, in `root`. */
+  function styles(root) {
+    if (!root.querySelector("link[rel=stylesheet]")) root.prepend(el("link", { rel: "stylesheet", href: CSS }));
+  }
+
+  /** Fetches every module of the panel at once (not one import level
+   * after another) and its stylesheet; once. */
+  let preloaded = false;
+  function preload() {
+    if (preloaded) return;
+    preloaded = true;
+    for (const m of PANEL_MODULES) {
+      document.head.append(el("link", { rel: "modulepreload", href: origin + m }));
+    }
+    document.head.append(el("link", { rel: "preload", as: "style", href: CSS }));
   }
 
   function fail(box) {
@@ -96,26 +126,46 @@
     };
   }
 
-  function mount(box, opts) {
+  /** Mounts the widget in `box`; `then()` runs once its composer is there. */
+  function mount(box, opts, then) {
     load()
-      .then((m) => m.mount(box, opts))
+      .then((m) => {
+        const started = m.mount(box, opts);
+        if (then) then();
+        return started;
+      })
       .catch(() => fail(box));
   }
 
   function inline(host) {
     if (host.shadowRoot) return;
-    mount(shell(host), options(host.dataset));
+    // A container the page gave a height is filled; one without keeps the
+    // widget's own height.
+    const sized = host.getBoundingClientRect().height >= 1;
+    const box = shell(host);
+    box.classList.add("bh-inline");
+    if (sized) box.classList.add("bh-sized");
+    mount(box, options(host.dataset));
   }
 
   function launcher(opts) {
     const host = el("div", { "data-blockhook-launcher": "" });
     document.body.append(host);
-    const box = shell(host);
+    const box = shell(host, true);
     box.classList.add("bh-embed");
-    const panel = el("div", { class: "bh-panel", id: "bh-panel", role: "dialog", "aria-label": "Chat", hidden: "" });
+    const panel = el("div", { class: "bh-panel", id: "bh-panel", role: "dialog", "aria-label": "Chat", tabindex: "-1", hidden: "" });
     const button = el("button", { class: "bh-launcher", type: "button", "aria-controls": "bh-panel" });
     box.append(panel, button);
     let started = false;
+    // Focus goes into the panel as it opens: to the message box once it is
+    // there, to the panel itself until then.
+    const focusInside = () => {
+      if (panel.hidden) return;
+      const active = host.shadowRoot.activeElement;
+      if (active && active !== panel && panel.contains(active)) return;
+      const input = panel.querySelector("textarea:not([disabled])");
+      (input && input.offsetParent !== null ? input : panel).focus({ preventScroll: true });
+    };
     const toggle = (open) => {
       panel.hidden = !open;
       button.setAttribute("aria-expanded", String(open));
@@ -123,15 +173,16 @@
       button.replaceChildren(icon(open ? CLOSE_ICON : CHAT_ICON));
       if (open && !started) {
         started = true;
-        mount(panel, opts);
+        preload();
+        styles(host.shadowRoot);
+        mount(panel, opts, focusInside);
       }
-      if (open) {
-        const input = panel.querySelector("textarea");
-        if (input) input.focus();
-      }
+      if (open) focusInside();
     };
     toggle(false);
     button.addEventListener("click", () => toggle(panel.hidden));
+    button.addEventListener("pointerenter", preload, { once: true });
+    button.addEventListener("focus", preload, { once: true });
     panel.addEventListener("keydown", (e) => {
       if (e.key !== "Escape") return;
       toggle(false);

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Flood run of docs/RELIABILITY.md: an anonymous conversation flood (10 s)
+"""Flood run of docs/notes/FLOODS.md: an anonymous conversation flood (10 s)
 and a 2,000-stream SSE flood of one visitor token, against the release
 binary on loopback, with the §10 limits on (defaults) and off.
 

@@ -46,10 +46,20 @@ pub struct AskArgs {
     /// The chatbot's API key (`sk_…`).
     #[arg(long = "api-key", env = "BLOCKHOOK_API_KEY", hide_env_values = true)]
     pub api_key: Option<String>,
+    /// Print the server's JSON as it came (the answer, or the problem of a
+    /// refusal) instead of a readable line.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// Shown by `blockhook ask --help`.
 pub const EXIT_CODES_HELP: &str = "\
+Examples:
+  blockhook ask conv_01J… \"Deploy to production?\"
+  blockhook ask conv_01J… \"Which region?\" -o eu:Europe -o us:\"United States\" --custom
+  blockhook ask conv_01J… \"Merge this?\" --attach fix.diff --timeout 30m
+  BLOCKHOOK_URL=https://hooks.example.com BLOCKHOOK_API_KEY=sk_… blockhook ask …
+
 Exit codes:
   0   answered (the chosen ids, the text) or accepted
   1   declined (the comment, if any, is printed)
@@ -57,6 +67,7 @@ Exit codes:
   64  usage error (a timeout outside 5s to 1d included)
   65  the server refused the request as invalid
   66  an --attach file that does not exist or cannot be read
+  67  no such conversation for this API key
   69  server unreachable, or a question is already pending in the conversation
   77  missing or bad API key";
 
@@ -82,6 +93,42 @@ pub const EXIT_DATAERR: i32 = 65;
 pub const EXIT_NOINPUT: i32 = 66;
 pub const EXIT_UNAVAILABLE: i32 = 69;
 pub const EXIT_NOPERM: i32 = 77;
+/// No such conversation (EX_NOUSER: the addressee is unknown).
+pub const EXIT_NO_CONVERSATION: i32 = 67;
+
+/// A problem (RFC 9457) as one line: `error: <title>: <detail> (code)`;
+/// a body that is no problem, as it came.
+pub fn problem_line(status: u16, body: &str) -> String {
+    let v: Value = serde_json::from_str(body.trim()).unwrap_or(Value::Null);
+    let s = |k: &str| v.get(k).and_then(Value::as_str).unwrap_or_default();
+    if s("title").is_empty() {
+        return format!("error: HTTP {status}: {}", body.trim());
+    }
+    let mut line = format!("error: {}", s("title"));
+    if !s("detail").is_empty() {
+        line.push_str(": ");
+        line.push_str(s("detail"));
+    }
+    if let Some(errors) = v.get("errors").and_then(Value::as_array) {
+        let fields: Vec<String> = errors
+            .iter()
+            .map(|e| {
+                let f = e.get("field").and_then(Value::as_str).unwrap_or_default();
+                let m = e.get("message").and_then(Value::as_str).unwrap_or_default();
+                format!("{f}: {m}")
+            })
+            .collect();
+        if !fields.is_empty() {
+            line.push_str(" [");
+            line.push_str(&fields.join("; "));
+            line.push(']');
+        }
+    }
+    if !s("code").is_empty() {
+        line.push_str(&format!(" ({})", s("code")));
+    }
+    line
+}
 
 /// How long past the question's timeout a lost server is still waited for.
 const REATTACH_GRACE: Duration = Duration::from_secs(30);
@@ -178,10 +225,14 @@ pub fn attachment(path: &std::path::Path) -> Result<Value, String> {
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .ok_or_else(|| format!("{}: not a file", path.display()))?;
-    let content_type = mime_guess::from_path(path)
-        .first_or_octet_stream()
-        .essence_str()
-        .to_string();
+    let content_type = crate::domain::attachment::text_type_by_extension(&filename)
+        .map(str::to_string)
+        .unwrap_or_else(|| {
+            mime_guess::from_path(path)
+                .first_or_octet_stream()
+                .essence_str()
+                .to_string()
+        });
     Ok(json!({
         "filename": filename,
         "content_type": content_type,
@@ -286,9 +337,14 @@ pub async fn run(args: AskArgs) -> i32 {
     let text = resp.text().await;
     if status != 200 {
         let text = text.unwrap_or_default();
-        eprintln!("blockhook ask: {status}: {}", text.trim());
+        if args.json {
+            eprintln!("{}", text.trim());
+        } else {
+            eprintln!("{}", problem_line(status, &text));
+        }
         return match status {
             401 => EXIT_NOPERM,
+            404 => EXIT_NO_CONVERSATION,
             400 | 413 | 415 | 422 => EXIT_DATAERR,
             _ => EXIT_UNAVAILABLE,
         };
@@ -333,6 +389,10 @@ pub async fn run(args: AskArgs) -> i32 {
             }
         }
     };
+    if args.json {
+        println!("{answer}");
+        return render(&answer).1;
+    }
     let (out, code) = render(&answer);
     if !out.is_empty() {
         println!("{out}");
@@ -361,5 +421,23 @@ mod tests {
         );
         assert_eq!(render(&json!({"answer": "expired"})).1, 2);
         assert_eq!(render(&json!({"answer": "withdrawn"})).1, 2);
+    }
+
+    #[test]
+    fn a_problem_is_one_readable_line() {
+        let p = r#"{"type":"https://x/problems/not_found","title":"Not found","status":404,"detail":"no such conversation","code":"not_found"}"#;
+        assert_eq!(
+            problem_line(404, p),
+            "error: Not found: no such conversation (not_found)"
+        );
+        let v = r#"{"title":"Validation failed","status":422,"detail":"bad","code":"validation_failed","errors":[{"field":"/timeout","code":"x","message":"too long"}]}"#;
+        assert_eq!(
+            problem_line(422, v),
+            "error: Validation failed: bad [/timeout: too long] (validation_failed)"
+        );
+        assert_eq!(
+            problem_line(502, "Bad Gateway"),
+            "error: HTTP 502: Bad Gateway"
+        );
     }
 }

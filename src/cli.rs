@@ -5,13 +5,15 @@ use std::io::IsTerminal;
 use clap::{Parser, Subcommand};
 
 use crate::config::{Config, LogFormat, ServeArgs};
+use crate::startup::StartError;
 
 #[derive(Parser)]
 #[command(
     name = "blockhook",
     version,
     about = "Signed, durable webhook events for chat-widget buttons and forms",
-    args_conflicts_with_subcommands = true
+    args_conflicts_with_subcommands = true,
+    after_help = SERVE_HELP
 )]
 pub struct Cli {
     /// The flags of `serve`, the default command: `blockhook --addr …`
@@ -25,6 +27,7 @@ pub struct Cli {
 #[derive(Subcommand)]
 pub enum Command {
     /// Run the service (the default command).
+    #[command(after_help = SERVE_HELP)]
     Serve(ServeArgs),
     /// Ask a person in a conversation and wait for the answer.
     #[command(after_help = crate::ask_cli::EXIT_CODES_HELP)]
@@ -39,6 +42,21 @@ pub enum Command {
     #[command(name = "bench-floor", hide = true)]
     BenchFloor(crate::bench::floor::FloorArgs),
 }
+
+/// Shown by `blockhook --help` and `blockhook serve --help`.
+const SERVE_HELP: &str = "\
+Examples:
+  blockhook                                  SQLite in ./blockhook.db on 127.0.0.1:8080
+  blockhook --addr 0.0.0.0:8080 --public-url https://hooks.example.com
+  blockhook --database postgres://app:secret@db:5432/blockhook --trusted-proxy 10.0.0.0/8
+  blockhook --log-format json                JSON log lines (the default off a terminal)
+  blockhook ask conv_01J… \"Deploy?\"        ask a person, exit with the answer
+
+Exit codes of serve:
+  0   stopped cleanly (SIGTERM, SIGINT)
+  69  the store cannot be reached (the cause is named) or the address is taken
+  73  the SQLite file or its folder cannot be created or opened
+  78  a bad flag or value (named)";
 
 /// Usage errors exit 64 (EX_USAGE), not clap's 2: for `ask`, 2 means
 /// "expired".
@@ -60,11 +78,27 @@ pub fn init_logs(format: LogFormat) {
     };
 }
 
+/// Exit code of a bad flag or value of `serve` (EX_CONFIG).
+pub const EXIT_CONFIG: i32 = 78;
+
+/// The commands whose bad flags exit [`EXIT_USAGE`]; `serve`'s exit
+/// [`EXIT_CONFIG`].
+const OTHER_COMMANDS: [&str; 5] = ["ask", "mcp", "backup", "bench", "bench-floor"];
+
 pub async fn run() -> Result<i32, String> {
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {
-            let code = if e.use_stderr() { EXIT_USAGE } else { 0 };
+            let code = if !e.use_stderr() {
+                0
+            } else if std::env::args()
+                .nth(1)
+                .is_some_and(|a| OTHER_COMMANDS.contains(&a.as_str()))
+            {
+                EXIT_USAGE
+            } else {
+                EXIT_CONFIG
+            };
             let _ = e.print();
             return Ok(code);
         }
@@ -95,22 +129,81 @@ pub async fn run() -> Result<i32, String> {
         }
         None => cli.serve,
     };
-    init_logs(args.log_format);
-    serve(args).await
+    let format = crate::telemetry::logs::resolve(args.log_format);
+    init_logs(format);
+    Ok(serve(args, format).await)
 }
 
-async fn serve(args: ServeArgs) -> Result<i32, String> {
-    let config = Config::try_from(args)?;
+/// Runs the service; the exit code says how it ended (0 after a clean
+/// shutdown, else [`StartError::exit_code`]).
+async fn serve(args: ServeArgs, format: LogFormat) -> i32 {
+    let config = match Config::try_from(args) {
+        Ok(c) => c,
+        Err(e) => return fail(StartError::Config(e), format),
+    };
     let db = config.database.to_string();
-    let app = crate::startup::Application::build(config).await?;
-    println!(
-        "blockhook listening on http://127.0.0.1:{} (public url {}; database {db})",
-        app.port(),
+    let app = match crate::startup::Application::build(config).await {
+        Ok(app) => app,
+        Err(e) => return fail(e, format),
+    };
+    let url = format!("http://127.0.0.1:{}", app.port());
+    let started = format!(
+        "blockhook listening on {url} (public url {}; database {db})",
         app.public_url()
     );
-    if let Some(t) = &app.generated_admin_token {
-        println!("admin token (shown once, store it now): {t}");
+    let admin = app
+        .generated_admin_token
+        .as_ref()
+        .map(|t| (format!("admin token (shown once, store it now): {t}"), t));
+    match format {
+        LogFormat::Json => {
+            let now = || chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+            println!(
+                "{}",
+                serde_json::json!({
+                    "timestamp": now(),
+                    "level": "INFO",
+                    "message": started,
+                    "url": url,
+                    "public_url": app.public_url(),
+                    "database": db,
+                    "version": env!("CARGO_PKG_VERSION"),
+                })
+            );
+            if let Some((line, token)) = admin {
+                println!(
+                    "{}",
+                    serde_json::json!({"timestamp": now(), "level": "WARN", "message": line, "admin_token": token})
+                );
+            }
+        }
+        LogFormat::Text => {
+            println!("{started}");
+            if let Some((line, _)) = admin {
+                println!("{line}");
+            }
+        }
     }
-    app.run_until_signalled().await.map_err(|e| e.to_string())?;
-    Ok(0)
+    match app.run_until_signalled().await {
+        Ok(()) => 0,
+        Err(e) => fail(StartError::Unavailable(e.to_string()), format),
+    }
+}
+
+/// Says why `serve` stops, on stderr in the log's format, and gives its
+/// exit code.
+fn fail(e: StartError, format: LogFormat) -> i32 {
+    match format {
+        LogFormat::Json => eprintln!(
+            "{}",
+            serde_json::json!({
+                "timestamp": chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+                "level": "ERROR",
+                "message": format!("blockhook: {e}"),
+                "exit_code": e.exit_code(),
+            })
+        ),
+        LogFormat::Text => eprintln!("blockhook: {e}"),
+    }
+    e.exit_code()
 }

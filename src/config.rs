@@ -51,7 +51,7 @@ pub struct ServeArgs {
     pub database: String,
     /// Connections to PostgreSQL per instance, at least 2: one is the click
     /// batches' own (with several instances the server must allow their
-    /// sum; docs/DEPLOYMENT.md).
+    /// sum; docs/deploying.md).
     #[arg(long, env = "BLOCKHOOK_DATABASE_POOL", default_value_t = crate::store::postgres::connect::DEFAULT_POOL)]
     pub database_pool: u32,
     /// Base of every response_url (default `http://{addr}`).
@@ -127,9 +127,9 @@ pub struct ServeArgs {
     #[arg(long, env = "BLOCKHOOK_SHUTDOWN_TIMEOUT", default_value = "30s", value_parser = dur)]
     pub shutdown_timeout: Duration,
     /// Log lines as text (colour on a terminal only) or as JSON, one object
-    /// a line, for log shippers.
-    #[arg(long, env = "BLOCKHOOK_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
-    pub log_format: LogFormat,
+    /// a line, for log shippers (default: JSON unless on a terminal).
+    #[arg(long, env = "BLOCKHOOK_LOG_FORMAT", value_enum)]
+    pub log_format: Option<LogFormat>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -355,7 +355,7 @@ impl TryFrom<ServeArgs> for Config {
 }
 
 /// One HTTP worker per core but one: a click also costs the writer, the
-/// syncer and the delivery runtime a share of a core (docs/BENCHMARKS.md).
+/// syncer and the delivery runtime a share of a core (docs/notes/BENCHMARKS.md).
 fn default_http_workers() -> usize {
     std::thread::available_parallelism()
         .map(|n| n.get().saturating_sub(1))

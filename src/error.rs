@@ -125,7 +125,7 @@ impl ApiError {
             ApiError::Problem { code, .. } => code,
             ApiError::Validation(_) => "validation_failed",
             ApiError::RateLimited { .. } => "rate_limited",
-            ApiError::Unavailable(_) => "service_unavailable",
+            ApiError::Unavailable(_) => "store_unavailable",
             ApiError::Internal(_) => "internal_error",
             ApiError::DialogPending { .. } => "dialog_pending",
         }

@@ -16,4 +16,5 @@ pub mod mcp;
 pub mod schemas;
 pub mod startup;
 pub mod store;
+pub mod telemetry;
 pub mod usecase;

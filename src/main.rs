@@ -1,6 +1,6 @@
 /// mimalloc: the service allocates many small, short-lived buffers on several
 /// threads (requests, payloads, SQLite pages), where it measured cheaper than
-/// the system allocator (docs/BENCHMARKS.md).
+/// the system allocator (docs/notes/BENCHMARKS.md).
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

@@ -1,11 +1,10 @@
 //! Builds the application on a listener and runs it until stopped.
 
 use std::net::TcpListener;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::Duration;
 
 use actix_web::{HttpServer, web};
-use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
 
 use crate::config::{Config, Database};
 use crate::delivery::{self, Dispatcher};
@@ -13,6 +12,7 @@ use crate::domain::ids::{hash_secret, new_secret, random_bytes};
 use crate::http::{self, AppState};
 use crate::hub::Hub;
 use crate::store::Store;
+use crate::store::guarded::Guarded;
 use crate::store::postgres::PostgresStore;
 use crate::store::sqlite::SqliteStore;
 
@@ -33,54 +33,105 @@ pub struct Application {
     pub generated_admin_token: Option<String>,
 }
 
-fn metrics_handle() -> Option<PrometheusHandle> {
-    static H: OnceLock<Option<PrometheusHandle>> = OnceLock::new();
-    H.get_or_init(|| {
-        let h = PrometheusBuilder::new()
-            .set_buckets_for_metric(
-                metrics_exporter_prometheus::Matcher::Full(
-                    "blockhook_attempt_duration_seconds".into(),
-                ),
-                &[
-                    0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
-                ],
-            )
-            .ok()?
-            .install_recorder()
-            .ok()?;
-        Some(h)
-    })
-    .clone()
+/// Why `serve` could not start, each with its exit code (sysexits.h).
+#[derive(Debug)]
+pub enum StartError {
+    /// A bad flag or value (78, EX_CONFIG); the message names it.
+    Config(String),
+    /// The store or the address is unavailable (69, EX_UNAVAILABLE).
+    Unavailable(String),
+    /// The SQLite file or its folder cannot be created or opened (73,
+    /// EX_CANTCREAT).
+    CannotCreate(String),
 }
 
-/// Opens the store named by the configuration.
-pub async fn open_store(config: &Config, hub: Arc<Hub>) -> Result<Arc<dyn Store>, String> {
+impl StartError {
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            StartError::Config(_) => 78,
+            StartError::Unavailable(_) => 69,
+            StartError::CannotCreate(_) => 73,
+        }
+    }
+}
+
+impl std::fmt::Display for StartError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StartError::Config(m) | StartError::Unavailable(m) | StartError::CannotCreate(m) => {
+                f.write_str(m)
+            }
+        }
+    }
+}
+
+impl std::error::Error for StartError {}
+
+/// Opens the store named by the configuration. A SQLite file's folder must
+/// exist: it is not created (a typo in a path would otherwise start an
+/// empty store somewhere unexpected).
+pub async fn open_store(config: &Config, hub: Arc<Hub>) -> Result<Arc<dyn Store>, StartError> {
     match &config.database {
-        Database::Sqlite(path) => Ok(Arc::new(
-            SqliteStore::open(path, hub).map_err(|e| e.to_string())?,
-        )),
-        Database::Postgres(url) => Ok(Arc::new(
+        Database::Sqlite(path) => {
+            let p = std::path::Path::new(path);
+            if let Some(parent) = p.parent()
+                && !parent.as_os_str().is_empty()
+                && !parent.is_dir()
+            {
+                return Err(StartError::CannotCreate(format!(
+                    "cannot create the SQLite file {path}: its folder {} does not exist (create it first)",
+                    parent.display()
+                )));
+            }
+            Ok(Arc::new(Guarded::new(
+                SqliteStore::open(path, hub).map_err(|e| {
+                    StartError::CannotCreate(format!(
+                        "cannot create or open the SQLite file {path}: {e}"
+                    ))
+                })?,
+            )))
+        }
+        Database::Postgres(url) => Ok(Arc::new(Guarded::new({
+            crate::store::postgres::connect::options(url).map_err(|e| {
+                StartError::Config(format!(
+                    "--database: {}",
+                    crate::config::redact_in(&e.to_string(), url)
+                ))
+            })?;
             PostgresStore::open(url, hub, config.database_pool)
                 .await
                 .map_err(|e| {
-                    format!(
+                    StartError::Unavailable(format!(
                         "cannot open {}: {}",
                         config.database.redacted(),
                         crate::config::redact_in(&e.to_string(), url)
-                    )
-                })?,
-        )),
+                    ))
+                })?
+        }))),
     }
 }
 
 impl Application {
     /// Opens the store, binds the listener (port 0 picks a free port) and
     /// starts the delivery workers.
-    pub async fn build(config: Config) -> Result<Self, String> {
+    pub async fn build(config: Config) -> Result<Self, StartError> {
+        use std::net::ToSocketAddrs;
         let nofile = raise_nofile();
-        let listener = TcpListener::bind(&config.addr)
-            .map_err(|e| format!("cannot listen on {}: {e}", config.addr))?;
-        let local = listener.local_addr().map_err(|e| e.to_string())?;
+        if config.addr.to_socket_addrs().is_err() {
+            return Err(StartError::Config(format!(
+                "--addr must be host:port, like 127.0.0.1:8080, got `{}`",
+                config.addr
+            )));
+        }
+        let listener = TcpListener::bind(&config.addr).map_err(|e| {
+            StartError::Unavailable(format!("cannot listen on {}: {e}", config.addr))
+        })?;
+        let local = listener
+            .local_addr()
+            .map_err(|e| StartError::Unavailable(e.to_string()))?;
+        // Before the store: the handles it registers at its first commit
+        // are kept.
+        let metrics = crate::telemetry::metrics::install();
         let hub = Arc::new(Hub::new());
         let store = open_store(&config, hub.clone()).await?;
         if config.store_first && !store.shared() {
@@ -95,7 +146,7 @@ impl Application {
                 let stored = store
                     .meta_get_or_init("admin_token_hash", fresh.clone())
                     .await
-                    .map_err(|e| e.to_string())?;
+                    .map_err(unavailable)?;
                 let generated = (stored == fresh).then_some(token);
                 (stored, generated)
             }
@@ -106,18 +157,15 @@ impl Application {
                 data_encoding::HEXLOWER.encode(&random_bytes::<32>()),
             )
             .await
-            .map_err(|e| e.to_string())?;
+            .map_err(unavailable)?;
         let server_key = crate::domain::token::TokenKey::new(
             &data_encoding::HEXLOWER
                 .decode(key_hex.as_bytes())
-                .map_err(|e| e.to_string())?,
+                .map_err(unavailable)?,
         );
         // A store of one instance: leases left by a crash are void.
         if !store.shared() {
-            store
-                .release_leases(None)
-                .await
-                .map_err(|e| e.to_string())?;
+            store.release_leases(None).await.map_err(unavailable)?;
         }
         let public_url = config
             .public_url
@@ -129,7 +177,7 @@ impl Application {
             server_key,
             public_url,
             hub,
-            metrics: metrics_handle(),
+            metrics,
             limits: crate::limits::Limits::new(
                 config.limit_conversations,
                 config.limit_visitor,
@@ -145,7 +193,8 @@ impl Application {
                 .max_connections
                 .unwrap_or_else(|| http::conns::default_cap(nofile, state.config.database_pool)),
         );
-        let dispatcher = delivery::spawn(state.clone().into_inner())?;
+        let dispatcher =
+            delivery::spawn(state.clone().into_inner()).map_err(StartError::Unavailable)?;
         let purge = crate::lifecycle::spawn_purge(state.store.clone(), state.config.purge_interval);
         tracing::info!(
             open_file_limit = nofile,
@@ -169,7 +218,7 @@ impl Application {
             .max_connections((conns.cap() + http::conns::CLOSING).div_ceil(workers))
             .on_connect(move |c, data| on_connect.on_connect(c, data))
             .listen(listener)
-            .map_err(|e| e.to_string())?
+            .map_err(unavailable)?
             .shutdown_timeout(grace.as_secs() + u64::from(grace.subsec_nanos() > 0))
             // SIGTERM and SIGINT are handled by `run_until_signalled`: both
             // stop gracefully (actix's own handlers stop at once on SIGINT).
@@ -261,6 +310,10 @@ fn raise_nofile() -> u64 {
     lim.rlim_cur
 }
 
+fn unavailable(e: impl std::fmt::Display) -> StartError {
+    StartError::Unavailable(e.to_string())
+}
+
 /// How far the threads started after the SQLite store yield to its writer
 /// and syncer (a nice value; 0 is the default).
 pub const STORE_FIRST_NICE: i32 = 5;
@@ -270,7 +323,7 @@ pub const STORE_FIRST_NICE: i32 = 5;
 /// the SQLite writer and syncer, started just before at the default. The
 /// writer is the pipeline's one serial stage and a click is answered only
 /// after its batch's sync: under CPU contention they run first, the rest
-/// takes the gaps; with spare CPU nothing changes (docs/DECISIONS.md).
+/// takes the gaps; with spare CPU nothing changes (docs/notes/DECISIONS.md).
 fn store_first() {
     #[cfg(target_os = "linux")]
     {

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use blockhook::domain::blocks::{Field, FieldKind, SelectOption};
+use blockhook::domain::blocks::{Bound, Field, FieldKind, SelectOption};
 use blockhook::domain::{duration, values};
 use blockhook::error::ApiError;
 use proptest::prelude::*;
@@ -45,14 +45,7 @@ fn any_json() -> impl Strategy<Value = Value> {
 }
 
 fn any_kind() -> impl Strategy<Value = FieldKind> {
-    prop_oneof![
-        Just(FieldKind::Text),
-        Just(FieldKind::Email),
-        Just(FieldKind::Number),
-        Just(FieldKind::Select),
-        Just(FieldKind::Textarea),
-        Just(FieldKind::Checkbox),
-    ]
+    prop::sample::select(FieldKind::ALL.to_vec())
 }
 
 fn any_field() -> impl Strategy<Value = Field> {
@@ -69,8 +62,8 @@ fn any_field() -> impl Strategy<Value = Field> {
             name,
             kind,
             required,
-            min,
-            max,
+            min: min.map(Bound::Number),
+            max: max.map(Bound::Number),
             options: options.map(|o| {
                 o.into_iter()
                     .map(|v| SelectOption {
@@ -79,7 +72,7 @@ fn any_field() -> impl Strategy<Value = Field> {
                     })
                     .collect()
             }),
-            placeholder: None,
+            ..Field::default()
         })
 }
 
@@ -112,12 +105,7 @@ proptest! {
                     let v = out.get(&f.name);
                     prop_assert!(v.is_some(), "missing {}", f.name);
                     let v = v.unwrap_or(&Value::Null);
-                    let typed = match f.kind {
-                        FieldKind::Text | FieldKind::Email | FieldKind::Textarea | FieldKind::Select => v.is_string(),
-                        FieldKind::Number => v.is_number() || v.is_null(),
-                        FieldKind::Checkbox => v.is_boolean(),
-                    };
-                    prop_assert!(typed, "{}: {:?} is not a {:?}", f.name, v, f.kind);
+                    prop_assert!(declared_type(f, v), "{}: {:?} is not a {:?}", f.name, v, f.kind);
                 }
                 for k in input.keys() {
                     prop_assert!(fields.iter().any(|f| &f.name == k), "unknown {} accepted", k);
@@ -192,6 +180,105 @@ proptest! {
         let (suffix, ms) = [("ms", 1u64), ("s", 1000), ("m", 60_000), ("h", 3_600_000), ("d", 86_400_000)][unit];
         let d = duration::parse(&format!("{n}{suffix}"));
         prop_assert_eq!(d, Ok(Duration::from_millis(n * ms)));
+    }
+}
+
+/// Whether `v` has the JSON type §4 and §14 declare for `f`'s value.
+fn declared_type(f: &Field, v: &Value) -> bool {
+    match f.kind {
+        FieldKind::Text
+        | FieldKind::Email
+        | FieldKind::Textarea
+        | FieldKind::Select
+        | FieldKind::Radio
+        | FieldKind::Url
+        | FieldKind::Tel => v.is_string(),
+        FieldKind::Number => v.is_number() || v.is_null(),
+        FieldKind::Checkbox => v.is_boolean(),
+        FieldKind::Multiselect => v.as_array().is_some_and(|a| a.iter().all(Value::is_string)),
+        FieldKind::Date => {
+            v.is_null() || v.as_str().is_some_and(|s| values::parse_date(s).is_some())
+        }
+        FieldKind::Time => {
+            v.is_null() || v.as_str().is_some_and(|s| values::parse_time(s).is_some())
+        }
+        FieldKind::Rating => {
+            v.is_null()
+                || v.as_i64()
+                    .is_some_and(|n| (1..=f.rating_max()).contains(&n))
+        }
+    }
+}
+
+/// One well-formed field of `kind` (as the block check lets through).
+fn defined(kind: FieldKind) -> Field {
+    let opts = json!([{"value": "a", "label": "A"}, {"value": "b", "label": "B"}, {"value": "c", "label": "C"}]);
+    let v = match kind {
+        FieldKind::Select | FieldKind::Radio => json!({"options": opts}),
+        FieldKind::Multiselect => json!({"options": opts, "min": 1, "max": 2}),
+        FieldKind::Date => json!({"min": "2026-01-01", "max": "2026-12-31"}),
+        FieldKind::Time => json!({"min": "08:00", "max": "18:00"}),
+        FieldKind::Url => json!({"max": 40}),
+        FieldKind::Rating => json!({"max": 7}),
+        FieldKind::Number => json!({"min": -5, "max": 5}),
+        FieldKind::Text | FieldKind::Textarea => json!({"max": 12, "pattern": "[a-z]+[0-9]?"}),
+        FieldKind::Email | FieldKind::Checkbox | FieldKind::Tel => json!({}),
+    };
+    let mut v = v;
+    v["name"] = json!("x");
+    v["label"] = json!("X");
+    v["type"] = serde_json::to_value(kind).unwrap_or_default();
+    serde_json::from_value(v).unwrap_or_default()
+}
+
+/// Values for any field type: typed, as a browser sends them, or wrong.
+fn any_value() -> impl Strategy<Value = Value> {
+    prop_oneof![
+        any_json(),
+        "[abcz]".prop_map(Value::String),
+        prop::collection::vec("[abcz]", 0..4).prop_map(|v| json!(v)),
+        (2025u32..2028, 0u32..14, 0u32..33)
+            .prop_map(|(y, m, d)| json!(format!("{y}-{m:02}-{d:02}"))),
+        (0u32..26, 0u32..62).prop_map(|(h, m)| json!(format!("{h:02}:{m:02}"))),
+        "https?://[a-z]{1,8}\\.com(/[a-z]{0,40})?".prop_map(Value::String),
+        "[+]?[0-9 ()-]{0,20}".prop_map(Value::String),
+        (-2i64..10).prop_map(Value::from),
+        "[0-9]{1,2}".prop_map(Value::String),
+        "[a-z]{0,14}[0-9]?".prop_map(Value::String),
+        "[a-z]{1,5}@[a-z]{1,5}\\.[a-z]{2}".prop_map(Value::String),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 1024, ..ProptestConfig::default() })]
+
+    /// For every field type: a value validation accepts is typed as
+    /// declared, and its typed value is accepted again unchanged (the
+    /// event's value round-trips); a refused value names the field.
+    #[test]
+    fn every_type_accepts_into_its_declared_type_and_round_trips(
+        kind in any_kind(),
+        required in any::<bool>(),
+        value in any_value(),
+    ) {
+        let mut field = defined(kind);
+        field.required = required;
+        prop_assert_eq!(field.kind, kind);
+        let fields = vec![field.clone()];
+        let mut input = Map::new();
+        input.insert("x".into(), value.clone());
+        match values::check(&fields, &input, "/values") {
+            Ok(out) => {
+                let typed = out.get("x").cloned().unwrap_or(Value::Null);
+                prop_assert!(declared_type(&field, &typed), "{:?}: {} became {}", kind, value, typed);
+                let again = values::check(&fields, &out, "/values");
+                prop_assert_eq!(again.ok(), Some(out), "{:?}: {} round-trips", kind, value);
+            }
+            Err(errs) => {
+                prop_assert_eq!(errs.len(), 1);
+                prop_assert_eq!(&errs[0].field, "/values/x");
+            }
+        }
     }
 }
 

@@ -45,7 +45,7 @@ export class Bulk {
       ? h("button", { type: "button", class: "btn btn-primary", dataset: { status }, onclick: () => this.run(status) }, `Redeliver ${c.label} ${status}`)
       : null;
     panel.replaceChildren(
-      h("p", null, `Redeliver every ${dead.n ? `dead (${dead.label})` : ""}${dead.n && failed.n ? " or " : ""}${failed.n ? `failed (${failed.label})` : ""} delivery now? Each goes out once more with its own event id; failed ones are already retrying and are sent at once.`),
+      h("p", null, `Redeliver every ${dead.n ? `dead (${dead.label})` : ""}${dead.n && failed.n ? " or " : ""}${failed.n ? `failed (${failed.label})` : ""} delivery now? Each is queued once more under its own event id, and failed ones keep their own retries too. While the endpoint's circuit is open, they wait for it to close.`),
       h("div", { class: "confirm-actions" }, choice("dead", dead), choice("failed", failed), cancel));
   }
 

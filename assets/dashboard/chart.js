@@ -28,7 +28,9 @@ function quantile(sorted, q) {
  */
 export function series(attempts, n = 8) {
   const list = attempts
-    .filter((a) => a.at && typeof a.duration_ms === "number")
+    // Only attempts the endpoint answered: one that failed to connect or
+    // timed out has no latency to plot (its duration is not a response time).
+    .filter((a) => a.at && typeof a.duration_ms === "number" && typeof a.status_code === "number")
     .map((a) => ({ t: new Date(a.at).getTime(), d: a.duration_ms }))
     .sort((a, b) => a.t - b.t);
   if (!list.length) return [];

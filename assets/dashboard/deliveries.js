@@ -7,6 +7,15 @@ import { badge, h, relative, when } from "./dom.js";
 
 const NARROW = "(max-width: 980px)";
 
+/** When the next attempt goes out: a time still to come, or "due now"
+ * (never a time in the past: a due delivery waits for a free slot, a
+ * paused endpoint or an open circuit). */
+function next(iso) {
+  if (!iso) return h("span", { class: "muted" }, "—");
+  if (Date.parse(iso) <= Date.now()) return h("span", { class: "due", title: iso }, "due now");
+  return [when(iso, true), h("span", { class: "muted small" }, ` ${relative(iso)}`)];
+}
+
 export class Deliveries {
   /** els: {body, more, status, type, search, error, detail, home}; onSelect(event_id). */
   constructor(els, onSelect) {
@@ -89,7 +98,7 @@ export class Deliveries {
     h("td", { class: "mono type-cell" }, e.type),
     h("td", null, when(e.created_at, true)),
     h("td", { class: "num" }, e.attempt_count),
-    h("td", { class: "col-next" }, e.status === "pending" || e.status === "failed" ? [when(e.next_attempt_at, true), h("span", { class: "muted small" }, ` ${relative(e.next_attempt_at)}`)] : h("span", { class: "muted" }, "—")));
+    h("td", { class: "col-next" }, e.status === "pending" || e.status === "failed" ? next(e.next_attempt_at) : h("span", { class: "muted" }, "—")));
   }
 
   select(id) {

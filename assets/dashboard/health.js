@@ -27,7 +27,7 @@ export function summarize(events, attempts) {
   for (const e of events) counts[e.status] = (counts[e.status] || 0) + 1;
   const newest = [...attempts].sort((a, b) => (a.at < b.at ? 1 : -1));
   const ok = newest.filter((a) => a.status_code >= 200 && a.status_code < 300).length;
-  const lat = newest.map((a) => a.duration_ms).filter((d) => typeof d === "number").sort((a, b) => a - b);
+  const lat = newest.filter((a) => typeof a.status_code === "number").map((a) => a.duration_ms).filter((d) => typeof d === "number").sort((a, b) => a - b);
   const lastError = newest.find((a) => a.error);
   return {
     counts,

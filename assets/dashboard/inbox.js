@@ -3,6 +3,7 @@
 
 import { api, idempotencyKey, problem, session } from "./api.js";
 import { h, pretty, valueName, when } from "./dom.js";
+import { answerField, answerValues } from "./fields.js";
 
 /** Links to a question's attachments, fetched with the API key and linked as blob: downloads. */
 function files(list) {
@@ -152,7 +153,15 @@ export class Inbox {
     }
     if (i.type === "choice") {
       const styles = (i.context && i.context.option_styles) || {};
-      return (p.options || []).map((o) => h("button", { type: "button", class: styleClass(styles[o.id]), dataset: { optionId: o.id }, onclick: () => send({ type: "choice", option_ids: [o.id] }) }, o.label));
+      const buttons = (p.options || []).map((o) => h("button", { type: "button", class: styleClass(styles[o.id]), dataset: { optionId: o.id }, onclick: () => send({ type: "choice", option_ids: [o.id] }) }, o.label));
+      if (!p.custom) return buttons;
+      // The ask allowed an answer of one's own.
+      const text = h("input", { type: "text", class: "comment", name: "custom", placeholder: "Or an answer of your own", "aria-label": "Answer of your own", maxlength: 2000 });
+      const form = h("form", { class: "answer-form custom-answer", onsubmit: (e) => {
+        e.preventDefault();
+        if (text.value.trim()) send({ type: "choice", custom: text.value.trim() }, form);
+      } }, text, h("button", { class: "btn", type: "submit" }, "Send"));
+      return [...buttons, form];
     }
     if (i.type === "confirmation") {
       return [
@@ -180,23 +189,9 @@ export class Inbox {
     const fields = (i.payload && i.payload.fields) || [];
     const form = h("form", { class: "answer-form fields", novalidate: true, onsubmit: (e) => {
       e.preventDefault();
-      const values = {};
-      for (const f of fields) {
-        const el = form.elements.namedItem(f.name);
-        if (el) values[f.name] = f.type === "checkbox" ? el.checked : el.value;
-      }
-      send({ type: "text", values }, form);
+      send({ type: "text", values: answerValues(fields, form) }, form);
     } },
-    fields.map((f) => {
-      const id = `${i.id}-${f.name}`;
-      let control;
-      if (f.type === "textarea") control = h("textarea", { id, name: f.name, rows: 2 });
-      else if (f.type === "select") control = h("select", { id, name: f.name }, h("option", { value: "" }, "Choose…"), (f.options || []).map((o) => h("option", { value: o.value }, o.label)));
-      else if (f.type === "checkbox") control = h("input", { id, name: f.name, type: "checkbox" });
-      else control = h("input", { id, name: f.name, type: "text", inputmode: f.type === "number" ? "decimal" : null });
-      return h("div", { class: `field field-${f.type}`, dataset: { name: f.name } },
-        h("label", { for: id }, f.label || f.name, f.required ? " *" : ""), control, h("span", { class: "field-error" }));
-    }),
+    fields.map((f) => answerField(f, `${i.id}-${f.name}`)),
     h("button", { class: "btn btn-primary", type: "submit" }, "Send answer"));
     return form;
   }

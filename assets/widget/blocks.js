@@ -1,8 +1,13 @@
 // Renders a message's interactive blocks: `actions` (buttons; link buttons
-// are plain links) and `form` (six field types), with their saved state.
+// are plain links; a button with `confirm` asks in a dialog first) and
+// `form` (its fields are drawn by fields.js), with their saved state.
 
 import { h } from "../lib/dom.js";
 import { REASONS } from "./api.js";
+import { askConfirm } from "./confirm.js";
+import { fieldControls, renderField } from "./fields.js";
+
+export { fillForm, formValues } from "./fields.js";
 
 function safeUrl(u) {
   try {
@@ -48,65 +53,17 @@ export function renderActions(b, onClick) {
       disabled: s.disabled,
       "aria-pressed": isChosen ? "true" : null,
       dataset: { actionId: e.action_id },
-      onclick: (ev) => onClick(e, ev.currentTarget.parentElement, err),
+      onclick: (ev) => {
+        const button = ev.currentTarget;
+        const group = button.parentElement;
+        if (!e.confirm) return onClick(e, group, err);
+        askConfirm(button, e.confirm).then((yes) => yes && onClick(e, group, err));
+      },
     }, isChosen ? "✓ " : null, e.label);
   });
   return h("div", { class: `bh-block bh-actions${s.disabled ? " is-disabled" : ""}`, dataset: { blockId: b.block_id } },
     h("div", { class: "bh-buttons", role: "group", tabindex: "-1", "aria-label": "Choices", dataset: { focusGroup: "" } }, buttons),
     stateLine(b, chosen && chosen.label), err);
-}
-
-/** A used form's fields show what was sent: text can be read and copied
- * (read-only), choices cannot be changed (off). */
-function renderField(f, id, disabled) {
-  const errId = `${id}-error`;
-  const textual = f.type !== "select" && f.type !== "checkbox";
-  const common = {
-    id, name: f.name, "aria-describedby": errId, required: f.required,
-    disabled: disabled && !textual, readonly: disabled && textual,
-  };
-  let control;
-  if (f.type === "textarea") {
-    control = h("textarea", { ...common, rows: 3, maxlength: f.max, placeholder: f.placeholder });
-  } else if (f.type === "select") {
-    control = h("select", common, h("option", { value: "" }, f.placeholder || "Choose…"),
-      (f.options || []).map((o) => h("option", { value: o.value }, o.label)));
-  } else if (f.type === "checkbox") {
-    control = h("input", { ...common, type: "checkbox" });
-  } else if (f.type === "number") {
-    // Sent as typed: the server says when it is not a number.
-    control = h("input", { ...common, type: "text", inputmode: "decimal", placeholder: f.placeholder });
-  } else {
-    const email = f.type === "email";
-    control = h("input", { ...common, type: email ? "email" : "text", maxlength: f.max, placeholder: f.placeholder, autocomplete: email ? "email" : null });
-  }
-  const mark = f.required ? h("span", { class: "bh-req", "aria-hidden": "true" }, " *") : null;
-  const error = h("p", { class: "bh-field-error", id: errId });
-  if (f.type === "checkbox") {
-    return h("div", { class: "bh-field bh-field--checkbox", dataset: { name: f.name } },
-      h("label", { for: id }, control, " ", f.label, mark), error);
-  }
-  return h("div", { class: `bh-field bh-field--${f.type}`, dataset: { name: f.name } },
-    h("label", { for: id }, f.label, mark), control, error);
-}
-
-/** The values of a rendered form, typed as the widget sends them. */
-export function formValues(b, form) {
-  const values = {};
-  for (const f of b.fields || []) {
-    const el = form.elements.namedItem(f.name);
-    if (el) values[f.name] = f.type === "checkbox" ? el.checked : el.value;
-  }
-  return values;
-}
-
-/** Puts values (what the visitor sent) back into a rendered form. */
-export function fillForm(form, values) {
-  for (const [name, value] of Object.entries(values || {})) {
-    const el = form.elements.namedItem(name);
-    if (el && el.type === "checkbox") el.checked = Boolean(value);
-    else if (el) el.value = value;
-  }
 }
 
 /** Shows a 422's errors under their fields; returns the messages of the rest. */
@@ -116,8 +73,7 @@ export function showFieldErrors(form, errors, nameOf) {
   for (const box of form.querySelectorAll(".bh-field")) {
     box.classList.remove("has-error");
     box.querySelector(".bh-field-error").textContent = "";
-    const c = box.querySelector("input, select, textarea");
-    if (c) c.removeAttribute("aria-invalid");
+    for (const c of fieldControls(box)) c.removeAttribute("aria-invalid");
   }
   for (const e of errors || []) {
     const name = nameOf(e.field);
@@ -129,9 +85,9 @@ export function showFieldErrors(form, errors, nameOf) {
     box.classList.add("has-error");
     const line = box.querySelector(".bh-field-error");
     line.textContent = line.textContent ? `${line.textContent} ${e.message}` : e.message || e.code;
-    const c = box.querySelector("input, select, textarea");
-    c.setAttribute("aria-invalid", "true");
-    first = first || c;
+    const controls = fieldControls(box);
+    for (const c of controls) c.setAttribute("aria-invalid", "true");
+    first = first || controls[0];
   }
   if (first) first.focus();
   return rest;

@@ -107,16 +107,58 @@ export class Widget {
     this.sendError = h("p", { class: "bh-error", role: "alert" });
     this.composer = h("form", { class: "bh-composer", onsubmit: (e) => this.send(e) },
       this.input, h("button", { class: "bh-btn bh-btn--primary", type: "submit" }, "Send"));
-    const fresh = () => {
-      this.restarts = 0;
-      this.restart();
-    };
+    // "New conversation" asks first: the chat shown here is cleared.
+    const askId = `bh-new-${this.chatbotId}`;
+    this.keep = h("button", { class: "bh-btn", type: "button", onclick: () => this.askNew(false) }, "Keep this one");
+    this.confirmNew = h("div", { class: "bh-confirm", role: "alertdialog", "aria-labelledby": askId, hidden: true },
+      h("p", { id: askId }, "Start a new conversation? This one will no longer be shown here."),
+      h("button", { class: "bh-btn bh-btn--primary", type: "button", onclick: () => {
+        this.restarts = 0;
+        this.restart();
+      } }, "Start new"),
+      this.keep);
+    this.newButton = h("button", { class: "bh-link", type: "button", "aria-expanded": "false", onclick: () => this.askNew(this.confirmNew.hidden) }, "New conversation");
     this.scroller = h("div", { class: "bh-scroll" }, this.earlier, this.greeting, this.list, this.typing);
     this.root.replaceChildren(h("section", { class: "bh-widget", "aria-label": "Chat" },
       h("header", { class: "bh-header" },
         h("span", { class: "bh-title" }, "Chat"), this.live, this.status,
-        h("button", { class: "bh-link", type: "button", onclick: fresh }, "New conversation")),
-      this.scroller, this.notice, this.sendError, this.composer));
+        this.newButton),
+      this.confirmNew, this.scroller, this.notice, this.sendError, this.composer));
+  }
+
+  /** Shows or hides the question before a new conversation. */
+  askNew(open) {
+    this.confirmNew.hidden = !open;
+    this.newButton.setAttribute("aria-expanded", String(open));
+    (open ? this.keep : this.newButton).focus();
+  }
+
+  /** The server refused this page's origin: the visitor reads that the chat
+   * is not available here, the page's developer (console and a hint) which
+   * list to fix. */
+  refused() {
+    const here = location.origin;
+    console.error(`blockhook: ${here} is not in the allowed_origins of chatbot ${this.chatbotId}, so the chat server ` +
+      `refused this page (403 origin_not_allowed). Add it to the list: PATCH ${ORIGIN}/api/v1/chatbots/${this.chatbotId} ` +
+      `{"allowed_origins": [..., "${here}"]}`);
+    this.fail(NOT_HERE);
+    if (this.root.querySelector(".bh-dev-hint")) return;
+    this.notice.after(h("p", { class: "bh-dev-hint" },
+      "For this site's developer: ", h("code", null, here), " is not in the chatbot's ",
+      h("code", null, "allowed_origins"), " list. Add it with ",
+      h("code", null, `PATCH /api/v1/chatbots/${this.chatbotId}`), "."));
+  }
+
+  /** After a request failed without an answer the page could read: whether
+   * the server is up all the same (then it refused this page's origin, as
+   * its refusal carries no CORS header). */
+  async refusedOrigin() {
+    try {
+      const r = await fetch(`${ORIGIN}/widget.js`, { method: "HEAD", cache: "no-store" });
+      return r.ok;
+    } catch {
+      return false;
+    }
   }
 
   say(text) {
@@ -165,8 +207,8 @@ export class Widget {
     if (!this.sess || !this.sess.visitor_token) {
       const r = await call("POST", `/widget/v1/chatbots/${encodeURIComponent(this.chatbotId)}/conversations`, null, {});
       if (!r.ok) {
-        if (r.status === 0) return this.fail(UNAVAILABLE);
-        if (r.status === 403) return this.fail(NOT_HERE);
+        if (r.status === 0) return (await this.refusedOrigin()) ? this.refused() : this.fail(UNAVAILABLE);
+        if (r.status === 403) return this.refused();
         if (r.status === 404) return this.fail(`No chatbot ${this.chatbotId} here.`);
         return this.fail(`Could not start a conversation (${r.status}). Please try again later.`);
       }
@@ -177,7 +219,7 @@ export class Widget {
       lastId: this.sess.last_event_id,
       onEvent: (f) => this.onEvent(f),
       onState: (on) => this.setLive(on),
-      onFatal: (status) => (status === 403 ? this.fail(NOT_HERE) : this.restart()),
+      onFatal: (status) => (status === 403 ? this.refused() : this.restart()),
     });
     await this.load();
   }
@@ -197,8 +239,8 @@ export class Widget {
   async load() {
     const r = await call("GET", this.path(`/messages?limit=${PAGE}`), this.sess.visitor_token);
     if (r.status === 401 || r.status === 404) return this.restart();
-    if (r.status === 403) return this.fail(NOT_HERE);
-    if (r.status === 0) return this.fail(UNAVAILABLE);
+    if (r.status === 403) return this.refused();
+    if (r.status === 0) return (await this.refusedOrigin()) ? this.refused() : this.fail(UNAVAILABLE);
     if (!r.ok) return this.say(`Could not load messages (${r.status}).`);
     this.say("");
     for (const m of r.body.data) this.upsert(m);

@@ -10,6 +10,8 @@ use super::{reply, retry, signing, ssrf};
 use crate::domain::model::Chatbot;
 use crate::domain::time::now_ms;
 use crate::store::{AttemptNext, AttemptRecord, Claimed};
+use crate::telemetry::metrics::{Outcome, endpoint_label};
+use crate::telemetry::trace::TraceParent;
 use crate::usecase::Services;
 
 /// The bytes of a response body kept in the attempt log.
@@ -88,8 +90,6 @@ pub async fn run(
         }
     }
     rec.duration_ms = started.elapsed().as_millis() as i64;
-    meters().duration.record(started.elapsed().as_secs_f64());
-    let m = meters();
     // One line per attempt; the endpoint's URL is not logged (its query
     // may hold a secret), the chatbot id says whose it is.
     let outcome = match rec.next {
@@ -100,6 +100,7 @@ pub async fn run(
     };
     tracing::info!(
         event_id = %rec.event_id,
+        endpoint_id = %endpoint_label(bot),
         chatbot_id = %bot.id,
         attempt = number,
         status = rec.status_code,
@@ -110,39 +111,14 @@ pub async fn run(
         error = rec.error.as_deref().and_then(|e| e.split(':').next()),
         "delivery attempt"
     );
-    match rec.next {
-        AttemptNext::Succeeded => &m.succeeded,
-        AttemptNext::Dead => &m.dead,
-        AttemptNext::RetryAt(_) => &m.failed,
-        AttemptNext::EndpointGone => &m.gone,
-    }
-    .increment(1);
+    let counted = match rec.next {
+        AttemptNext::Succeeded => Outcome::Succeeded,
+        AttemptNext::Dead => Outcome::Dead,
+        AttemptNext::RetryAt(_) => Outcome::Failed,
+        AttemptNext::EndpointGone => Outcome::Gone,
+    };
+    crate::telemetry::metrics::attempt(endpoint_label(bot), counted, started.elapsed());
     rec
-}
-
-/// The delivery metrics, registered once (a lookup by name and labels on
-/// every attempt measured as a visible share of its cost).
-struct Meters {
-    duration: metrics::Histogram,
-    succeeded: metrics::Counter,
-    failed: metrics::Counter,
-    dead: metrics::Counter,
-    gone: metrics::Counter,
-}
-
-fn meters() -> &'static Meters {
-    static M: std::sync::OnceLock<Meters> = std::sync::OnceLock::new();
-    M.get_or_init(|| {
-        let outcome =
-            |o: &'static str| metrics::counter!("blockhook_deliveries_total", "outcome" => o);
-        Meters {
-            duration: metrics::histogram!("blockhook_attempt_duration_seconds"),
-            succeeded: outcome("succeeded"),
-            failed: outcome("failed"),
-            dead: outcome("dead"),
-            gone: outcome("gone"),
-        }
-    })
 }
 
 /// A failed attempt's next step: a retry at a time, or `dead` after the last.
@@ -167,6 +143,16 @@ const WEBHOOK_ID: HeaderName = HeaderName::from_static("webhook-id");
 const WEBHOOK_TIMESTAMP: HeaderName = HeaderName::from_static("webhook-timestamp");
 const WEBHOOK_SIGNATURE: HeaderName = HeaderName::from_static("webhook-signature");
 const ATTEMPT: HeaderName = HeaderName::from_static("x-myaichatbot-attempt");
+const TRACEPARENT: HeaderName = HeaderName::from_static("traceparent");
+
+/// The `traceparent` of one attempt: a span of its own in the trace of the
+/// request that caused the event (a new trace for an event kept without
+/// one, such as one accepted before traces were kept).
+pub fn attempt_trace(event_trace: Option<&str>) -> TraceParent {
+    event_trace
+        .and_then(TraceParent::parse)
+        .map_or_else(TraceParent::new_root, |t| t.child())
+}
 
 async fn send(
     st: &Services,
@@ -189,6 +175,7 @@ async fn send(
         .header(WEBHOOK_TIMESTAMP, reqwest::header::HeaderValue::from(ts))
         .header(WEBHOOK_SIGNATURE, sig)
         .header(ATTEMPT, reqwest::header::HeaderValue::from(number))
+        .header(TRACEPARENT, attempt_trace(c.trace.as_deref()).to_string())
         .body(c.payload.clone())
         .build()
         .map_err(|e| format!("E_REQUEST: {}", causes(&e)))?;

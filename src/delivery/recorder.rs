@@ -11,7 +11,7 @@ use crate::store::{AttemptRecord, Store};
 
 const BATCH: usize = 512;
 /// How long a short batch waits for more outcomes: outcomes arrive one by
-/// one when clicks do, and each write is a transaction (docs/DECISIONS.md).
+/// one when clicks do, and each write is a transaction (docs/notes/DECISIONS.md).
 const LINGER: Duration = Duration::from_millis(5);
 /// Write tries left for the last batch once shutdown began.
 const FINAL_TRIES: u32 = 5;

@@ -151,11 +151,48 @@ pub fn parse(v: &Value, errors: &mut Vec<FieldError>) -> Option<Upload> {
     if errors.len() > before {
         return None;
     }
+    let filename = filename?;
+    let content_type = content_type_for(&filename, content_type?.trim());
     Some(Upload {
-        filename: filename?,
-        content_type: content_type?.trim().to_string(),
+        filename,
+        content_type,
         data: data?,
     })
+}
+
+/// The content type of common text formats, by the file name's extension.
+pub fn text_type_by_extension(filename: &str) -> Option<&'static str> {
+    let (_, ext) = filename.rsplit_once('.')?;
+    Some(match ext.to_ascii_lowercase().as_str() {
+        "diff" | "patch" => "text/x-diff",
+        "md" | "markdown" => "text/markdown",
+        "csv" => "text/csv",
+        "tsv" => "text/tab-separated-values",
+        "txt" | "log" | "text" | "ini" | "cfg" | "conf" | "env" => "text/plain",
+        "yaml" | "yml" => "application/yaml",
+        "toml" => "application/toml",
+        "json" => "application/json",
+        "ndjson" | "jsonl" => "application/x-ndjson",
+        "xml" => "application/xml",
+        "html" | "htm" => "text/html",
+        "css" => "text/css",
+        "js" | "mjs" => "text/javascript",
+        "rs" | "py" | "go" | "ts" | "rb" | "java" | "c" | "h" | "cpp" | "sh" | "sql" => {
+            "text/plain"
+        }
+        _ => return None,
+    })
+}
+
+/// The type an attachment is stored and served with: the one given, unless
+/// it says nothing (`application/octet-stream`, empty) and the extension
+/// names a common text format.
+pub fn content_type_for(filename: &str, given: &str) -> String {
+    let vague = given.is_empty() || given.eq_ignore_ascii_case("application/octet-stream");
+    match text_type_by_extension(filename) {
+        Some(t) if vague => t.to_string(),
+        _ => given.to_string(),
+    }
 }
 
 fn too_large() -> FieldError {
@@ -253,5 +290,45 @@ mod tests {
     #[test]
     fn the_ascii_fallback_has_no_quotes_or_non_ascii() {
         assert_eq!(ascii_fallback("a \"b\"\\ü.txt"), "a _b___.txt");
+    }
+
+    #[test]
+    fn common_text_formats_get_their_type_by_extension() {
+        use super::content_type_for;
+        assert_eq!(
+            content_type_for("fix.diff", "application/octet-stream"),
+            "text/x-diff"
+        );
+        assert_eq!(content_type_for("fix.PATCH", ""), "text/x-diff");
+        assert_eq!(
+            content_type_for("notes.md", "application/octet-stream"),
+            "text/markdown"
+        );
+        assert_eq!(
+            content_type_for("data.csv", "application/octet-stream"),
+            "text/csv"
+        );
+        assert_eq!(
+            content_type_for("run.log", "application/octet-stream"),
+            "text/plain"
+        );
+        assert_eq!(
+            content_type_for("ci.yml", "application/octet-stream"),
+            "application/yaml"
+        );
+        assert_eq!(
+            content_type_for("Cargo.toml", "application/octet-stream"),
+            "application/toml"
+        );
+        assert_eq!(
+            content_type_for("a.json", "application/octet-stream"),
+            "application/json"
+        );
+        // A type given is kept; an unknown extension stays as given.
+        assert_eq!(content_type_for("fix.diff", "text/plain"), "text/plain");
+        assert_eq!(
+            content_type_for("blob.bin", "application/octet-stream"),
+            "application/octet-stream"
+        );
     }
 }

@@ -32,6 +32,22 @@ pub struct Button {
     pub url: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub style: Option<String>,
+    /// A dialog the widget shows before it sends the click.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub confirm: Option<Confirm>,
+}
+
+/// A button's confirmation dialog (§14): stored and shown, the click
+/// route does not change.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Confirm {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    pub text: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub confirm: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deny: Option<String>,
 }
 
 impl Button {
@@ -40,15 +56,98 @@ impl Button {
     }
 }
 
-#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]
 pub enum FieldKind {
+    #[default]
     Text,
     Email,
     Number,
     Select,
     Textarea,
     Checkbox,
+    Radio,
+    Multiselect,
+    Date,
+    Time,
+    Url,
+    Tel,
+    Rating,
+}
+
+impl FieldKind {
+    /// Every kind, in the order the contract lists them.
+    pub const ALL: [FieldKind; 13] = [
+        FieldKind::Text,
+        FieldKind::Email,
+        FieldKind::Number,
+        FieldKind::Select,
+        FieldKind::Textarea,
+        FieldKind::Checkbox,
+        FieldKind::Radio,
+        FieldKind::Multiselect,
+        FieldKind::Date,
+        FieldKind::Time,
+        FieldKind::Url,
+        FieldKind::Tel,
+        FieldKind::Rating,
+    ];
+
+    /// Whether the field picks among `options`.
+    pub fn has_options(self) -> bool {
+        matches!(
+            self,
+            FieldKind::Select | FieldKind::Radio | FieldKind::Multiselect
+        )
+    }
+
+    /// Whether `min`/`max` are written as text (`YYYY-MM-DD`, `HH:MM`).
+    pub fn text_bounds(self) -> bool {
+        matches!(self, FieldKind::Date | FieldKind::Time)
+    }
+}
+
+/// A `min` or `max` as written: a number (a length, a value, a count) or,
+/// for `date` and `time`, a text.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(untagged)]
+pub enum Bound {
+    Number(f64),
+    Text(String),
+}
+
+impl Bound {
+    pub fn num(&self) -> Option<f64> {
+        match self {
+            Bound::Number(n) => Some(*n),
+            Bound::Text(_) => None,
+        }
+    }
+
+    pub fn text(&self) -> Option<&str> {
+        match self {
+            Bound::Text(t) => Some(t),
+            Bound::Number(_) => None,
+        }
+    }
+}
+
+impl From<f64> for Bound {
+    fn from(n: f64) -> Self {
+        Bound::Number(n)
+    }
+}
+
+/// A bound as it was written: `50` stays `50`, `0.5` stays `0.5` (JSON
+/// does not tell `50` from `50.0`, serde_json writes an `f64` with `.0`).
+impl Serialize for Bound {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Bound::Number(x) if x.fract() == 0.0 && x.abs() < 9.0e15 => s.serialize_i64(*x as i64),
+            Bound::Number(x) => s.serialize_f64(*x),
+            Bound::Text(t) => s.serialize_str(t),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -57,7 +156,7 @@ pub struct SelectOption {
     pub label: String,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct Field {
     pub name: String,
     #[serde(rename = "type")]
@@ -65,31 +164,37 @@ pub struct Field {
     pub label: String,
     #[serde(default)]
     pub required: bool,
-    #[serde(
-        default,
-        skip_serializing_if = "Option::is_none",
-        serialize_with = "whole_as_integer"
-    )]
-    pub min: Option<f64>,
-    #[serde(
-        default,
-        skip_serializing_if = "Option::is_none",
-        serialize_with = "whole_as_integer"
-    )]
-    pub max: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min: Option<Bound>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max: Option<Bound>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub options: Option<Vec<SelectOption>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub placeholder: Option<String>,
+    /// Shown under the field.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hint: Option<String>,
+    /// Shown pre-filled; never filled in by the server.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default: Option<serde_json::Value>,
+    /// A regular expression the whole value must match (text, textarea).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pattern: Option<String>,
 }
 
-/// A bound as it was written: `50` stays `50`, `0.5` stays `0.5` (JSON
-/// does not tell `50` from `50.0`, serde_json writes an `f64` with `.0`).
-fn whole_as_integer<S: serde::Serializer>(v: &Option<f64>, s: S) -> Result<S::Ok, S::Error> {
-    match v {
-        Some(x) if x.fract() == 0.0 && x.abs() < 9.0e15 => s.serialize_i64(*x as i64),
-        Some(x) => s.serialize_f64(*x),
-        None => s.serialize_none(),
+impl Field {
+    pub fn min_num(&self) -> Option<f64> {
+        self.min.as_ref().and_then(Bound::num)
+    }
+
+    pub fn max_num(&self) -> Option<f64> {
+        self.max.as_ref().and_then(Bound::num)
+    }
+
+    /// A rating's top (2–10, default 5).
+    pub fn rating_max(&self) -> i64 {
+        self.max_num().map_or(5, |m| m as i64)
     }
 }
 
@@ -245,51 +350,7 @@ pub fn normalize_and_check(blocks: &mut [Block], base: &str) -> Vec<FieldError> 
                         ));
                     }
                     names.push(&f.name);
-                    if let (Some(min), Some(max)) = (f.min, f.max)
-                        && min > max
-                    {
-                        errors.push(FieldError::new(
-                            format!("{at}/max"),
-                            "min_greater_than_max",
-                            "max must be greater than or equal to min",
-                        ));
-                    }
-                    match (f.kind, &f.options) {
-                        (FieldKind::Select, None) => errors.push(FieldError::new(
-                            format!("{at}/options"),
-                            "required",
-                            "a select field needs options",
-                        )),
-                        (FieldKind::Select, Some(opts)) => {
-                            let mut seen: Vec<&str> = Vec::new();
-                            for (k, o) in opts.iter().enumerate() {
-                                if seen.contains(&o.value.as_str()) {
-                                    errors.push(FieldError::new(
-                                        format!("{at}/options/{k}/value"),
-                                        "duplicate",
-                                        "option values must be unique",
-                                    ));
-                                }
-                                seen.push(&o.value);
-                            }
-                        }
-                        (_, Some(_)) => errors.push(FieldError::new(
-                            format!("{at}/options"),
-                            "not_allowed",
-                            "options are only allowed on select fields",
-                        )),
-                        _ => {}
-                    }
-                    if matches!(f.kind, FieldKind::Select | FieldKind::Checkbox)
-                        && (f.min.is_some() || f.max.is_some())
-                    {
-                        let key = if f.min.is_some() { "min" } else { "max" };
-                        errors.push(FieldError::new(
-                            format!("{at}/{key}"),
-                            "not_allowed",
-                            "min and max apply to text, email, textarea and number fields",
-                        ));
-                    }
+                    crate::domain::fields::check_definition(f, &at, &mut errors);
                 }
             }
         }

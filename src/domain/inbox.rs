@@ -225,6 +225,10 @@ pub fn response_of(
 /// What `ask` answers, from a recorded response.
 pub fn ask_answer(response: &Value) -> Value {
     match response.get("type").and_then(Value::as_str) {
+        // A member's own answer to a choice asked with `custom`.
+        Some(CHOICE) if response.get("custom").is_some_and(Value::is_string) => {
+            json!({"answer": "custom", "text": response["custom"]})
+        }
         Some(CHOICE) => {
             json!({"answer": "chose", "options": response.get("option_ids").cloned().unwrap_or(json!([]))})
         }

@@ -5,6 +5,7 @@ pub mod blocks;
 pub mod duration;
 pub mod error;
 pub mod events;
+pub mod fields;
 pub mod ids;
 pub mod inbox;
 pub mod interact;

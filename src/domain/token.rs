@@ -9,6 +9,8 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use hmac::{Hmac, Mac};
 use sha2::Sha256;
 
+pub mod portal;
+
 /// What a token grants.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Grant {

@@ -7,6 +7,10 @@ use serde_json::{Map, Number, Value};
 use crate::domain::blocks::{Field, FieldKind};
 use crate::domain::error::FieldError;
 
+mod more;
+
+pub use more::{parse_date, parse_time};
+
 /// Checks `input` against `fields`. On success returns every field's typed
 /// value, in definition order; on failure one error per bad field, with
 /// pointers `{base}/<name>`.
@@ -46,14 +50,28 @@ fn escape(key: &str) -> String {
     key.replace('~', "~0").replace('/', "~1")
 }
 
-type Fail = (&'static str, String);
+/// Why a value was refused: its code and a message.
+pub type Fail = (&'static str, String);
 
-fn typed(field: &Field, raw: Option<&Value>) -> Result<Value, Fail> {
+fn required() -> Fail {
+    ("required", "this field is required".into())
+}
+
+/// The typed value of `field` for what was sent (`None` when the key is
+/// absent), or why it is refused.
+pub fn typed(field: &Field, raw: Option<&Value>) -> Result<Value, Fail> {
     let raw = match raw {
         None | Some(Value::Null) => None,
         Some(v) => Some(v),
     };
     match field.kind {
+        FieldKind::Radio => more::radio(field, raw),
+        FieldKind::Multiselect => more::multiselect(field, raw),
+        FieldKind::Date => more::date(field, raw),
+        FieldKind::Time => more::time(field, raw),
+        FieldKind::Url => more::url(field, raw),
+        FieldKind::Tel => more::tel(field, raw),
+        FieldKind::Rating => more::rating(field, raw),
         FieldKind::Text | FieldKind::Email | FieldKind::Textarea => {
             let s = match raw {
                 None => "",
@@ -62,23 +80,34 @@ fn typed(field: &Field, raw: Option<&Value>) -> Result<Value, Fail> {
             };
             if s.trim().is_empty() {
                 if field.required {
-                    return Err(("required", "this field is required".into()));
+                    return Err(required());
                 }
                 return Ok(Value::String(String::new()));
             }
             let len = s.chars().count() as f64;
-            if let Some(min) = field.min
+            if let Some(min) = field.min_num()
                 && len < min
             {
                 return Err(("too_short", format!("must be at least {min} characters")));
             }
-            if let Some(max) = field.max
+            if let Some(max) = field.max_num()
                 && len > max
             {
                 return Err(("too_long", format!("must be at most {max} characters")));
             }
             if field.kind == FieldKind::Email && !is_email(s) {
                 return Err(("invalid_email", "must be an email address".into()));
+            }
+            if let Some(p) = &field.pattern {
+                // A stored pattern compiled when it was defined; one that no
+                // longer does (a newer engine) matches nothing.
+                let ok = crate::domain::fields::compile_pattern(p).is_ok_and(|r| r.is_match(s));
+                if !ok {
+                    return Err((
+                        "pattern_mismatch",
+                        "does not have the expected format".into(),
+                    ));
+                }
             }
             Ok(Value::String(s.to_string()))
         }
@@ -95,17 +124,17 @@ fn typed(field: &Field, raw: Option<&Value>) -> Result<Value, Fail> {
             };
             let Some(n) = n else {
                 if field.required {
-                    return Err(("required", "this field is required".into()));
+                    return Err(required());
                 }
                 return Ok(Value::Null);
             };
             let f = n.as_f64().unwrap_or(f64::NAN);
-            if let Some(min) = field.min
+            if let Some(min) = field.min_num()
                 && f < min
             {
                 return Err(("too_small", format!("must be at least {min}")));
             }
-            if let Some(max) = field.max
+            if let Some(max) = field.max_num()
                 && f > max
             {
                 return Err(("too_large", format!("must be at most {max}")));
@@ -120,17 +149,11 @@ fn typed(field: &Field, raw: Option<&Value>) -> Result<Value, Fail> {
             };
             if s.is_empty() {
                 if field.required {
-                    return Err(("required", "this field is required".into()));
+                    return Err(required());
                 }
                 return Ok(Value::String(String::new()));
             }
-            let known = field
-                .options
-                .as_deref()
-                .unwrap_or_default()
-                .iter()
-                .any(|o| o.value == s);
-            if !known {
+            if !more::is_option(field, s) {
                 return Err(("invalid_option", "must be one of the options".into()));
             }
             Ok(Value::String(s.to_string()))
@@ -155,7 +178,7 @@ fn typed(field: &Field, raw: Option<&Value>) -> Result<Value, Fail> {
 }
 
 /// A JSON number from a numeric string: integral values stay integers.
-fn number(f: f64, text: &str) -> Number {
+pub(crate) fn number(f: f64, text: &str) -> Number {
     if let Ok(i) = text.parse::<i64>() {
         return Number::from(i);
     }

@@ -1,18 +1,28 @@
-//! One log line per request at INFO: method, path, status, duration. The
-//! query string is never logged (it may carry a cursor or a filter someone
-//! considers private), and a response_url's path is its credential: the
-//! token is replaced by `…`.
+//! Every request: its trace position (the caller's `traceparent` continued,
+//! or a new trace), its id (`X-Request-Id`, echoed), its metrics by route
+//! pattern, and one log line at INFO — method, route, path, status, whole
+//! milliseconds, request id, trace id. The query string is never logged (it
+//! may carry a cursor or a filter someone considers private), and a
+//! response_url's path is its credential: its token is replaced by `…`.
 
 use std::time::Instant;
 
 use actix_web::Error;
+use actix_web::HttpMessage;
 use actix_web::body::MessageBody;
 use actix_web::dev::{ServiceRequest, ServiceResponse};
+use actix_web::http::header::{HeaderName, HeaderValue};
 use actix_web::middleware::Next;
+
+use crate::telemetry::trace::{RequestTrace, TraceParent};
+
+const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
+const TRACEPARENT: &str = "traceparent";
 
 const RESPONSES: &str = "/api/v1/responses/";
 
-/// The path as it may be logged.
+/// The path as it may be logged: a response_url's token (its credential)
+/// replaced by `…`.
 pub fn loggable_path(path: &str) -> &str {
     if path.starts_with(RESPONSES) && path.len() > RESPONSES.len() {
         "/api/v1/responses/…"
@@ -21,29 +31,71 @@ pub fn loggable_path(path: &str) -> &str {
     }
 }
 
+/// The route label of a request no route matched.
+pub const UNMATCHED: &str = "unmatched";
+
+/// A caller's request id when it is short and plain, else a new one.
+fn request_id(req: &ServiceRequest) -> String {
+    req.headers()
+        .get(&REQUEST_ID)
+        .and_then(|v| v.to_str().ok())
+        .filter(|v| {
+            !v.is_empty()
+                && v.len() <= 64
+                && v.bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+        })
+        .map(str::to_string)
+        .unwrap_or_else(|| crate::domain::ids::new_id("req"))
+}
+
 pub async fn log_request(
     req: ServiceRequest,
     next: Next<impl MessageBody>,
 ) -> Result<ServiceResponse<impl MessageBody>, Error> {
-    if !tracing::enabled!(tracing::Level::INFO) {
-        return next.call(req).await;
-    }
     let started = Instant::now();
+    let parent = req
+        .headers()
+        .get(TRACEPARENT)
+        .and_then(|v| v.to_str().ok())
+        .and_then(TraceParent::parse);
+    // This request's own span, in the caller's trace or a new one.
+    let trace = parent.map_or_else(TraceParent::new_root, |p| p.child());
+    req.extensions_mut().insert(RequestTrace(trace));
+    let id = request_id(&req);
     let method = req.method().clone();
     let path = loggable_path(req.path()).to_string();
     let res = next.call(req).await;
-    let status = match &res {
-        Ok(r) => r.status().as_u16(),
-        Err(e) => e.as_response_error().status_code().as_u16(),
+    let (status, route) = match &res {
+        Ok(r) => (
+            r.status().as_u16(),
+            r.request()
+                .match_pattern()
+                .unwrap_or_else(|| UNMATCHED.to_string()),
+        ),
+        Err(e) => (
+            e.as_response_error().status_code().as_u16(),
+            UNMATCHED.to_string(),
+        ),
     };
+    let took = started.elapsed();
+    crate::telemetry::metrics::http_request(&route, method.as_str(), status, took);
     tracing::info!(
         method = %method,
+        route = %route,
         path = %path,
         status,
-        duration_ms = started.elapsed().as_secs_f64() * 1000.0,
+        duration_ms = took.as_millis() as u64,
+        request_id = %id,
+        trace_id = %trace.trace_id_hex(),
         "request"
     );
-    res
+    res.map(|mut r| {
+        if let Ok(v) = HeaderValue::from_str(&id) {
+            r.headers_mut().insert(REQUEST_ID, v);
+        }
+        r
+    })
 }
 
 #[cfg(test)]

@@ -238,9 +238,15 @@ async fn rotate_secret(
     st: web::Data<AppState>,
     id: web::Path<String>,
 ) -> ApiResult<HttpResponse> {
-    let mut bot = st.store.get_chatbot(&id).await?;
+    let secret = rotate(&st, &id).await?;
+    Ok(HttpResponse::Ok().json(json!({"signing_secret": secret})))
+}
+
+/// A new signing secret for chatbot `id`; the old one signs too for 24 h.
+pub async fn rotate(st: &AppState, id: &str) -> ApiResult<String> {
+    let mut bot = st.store.get_chatbot(id).await?;
     let old = std::mem::replace(&mut bot.signing_secret, new_signing_secret());
     bot.previous_secret = Some((old, st.now_ms() + SECRET_GRACE_MS));
     st.store.update_chatbot(bot.clone()).await?;
-    Ok(HttpResponse::Ok().json(json!({"signing_secret": bot.signing_secret})))
+    Ok(bot.signing_secret)
 }

@@ -66,6 +66,7 @@ async fn list_messages(
         .data
         .into_iter()
         .map(|m| {
+            let m = super::ask::attachments::for_api(&st.public_url, m);
             serde_json::to_value(super::widget::view(&st, &conv, bot.0.retention_ms, m))
                 .unwrap_or_default()
         })

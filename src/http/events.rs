@@ -199,7 +199,12 @@ async fn redeliver_all(
 /// check the endpoint. Its attempts show in the deliveries log.
 #[utoipa::path(tag = "events", request_body(content = Option<Object>, description = "No body, or `{}`"), responses((status = 202, description = "The test event queued", body = views::EventQueued), (status = 422, description = "validation_failed")), security(("api_key" = [])))]
 #[post("/api/v1/events/test")]
-async fn test_event(bot: Bot, st: web::Data<AppState>, body: JsonBody) -> ApiResult<HttpResponse> {
+async fn test_event(
+    bot: Bot,
+    st: web::Data<AppState>,
+    body: JsonBody,
+    trace: super::extract::Trace,
+) -> ApiResult<HttpResponse> {
     Check::new(&body.0, &[])?.finish()?;
     let now = st.now_ms();
     let id = new_id("evt");
@@ -213,7 +218,9 @@ async fn test_event(bot: Bot, st: web::Data<AppState>, body: JsonBody) -> ApiRes
             event_type: crate::domain::events::WEBHOOK_TEST,
             payload,
             created_at: now,
+            trace: trace.0,
         })
         .await?;
+    crate::telemetry::metrics::event_accepted(crate::domain::events::WEBHOOK_TEST);
     Ok(HttpResponse::Accepted().json(json!({"event_id": id})))
 }

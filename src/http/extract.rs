@@ -237,6 +237,20 @@ impl FromRequest for Bot {
 
     fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
         let st = state(req);
+        // §17: the customer portal's session, scoped to one chatbot.
+        if let Some(session) = bearer(req).filter(|t| t.starts_with("ps_")) {
+            let (session, method, path) = (
+                session.to_string(),
+                req.method().clone(),
+                req.path().to_string(),
+            );
+            return Box::pin(async move {
+                let st = st?;
+                let b = super::portal::session_bot(&st, &session, &method, &path).await?;
+                super::guard::api_key(&st, &b.id)?;
+                Ok(Bot(b))
+            });
+        }
         let token = bearer(req).map(hash_secret);
         let act_for = req
             .headers()
@@ -370,4 +384,23 @@ pub fn collection(data: Vec<Value>, next_cursor: Option<String>) -> Value {
         "data": data,
         "page": {"has_more": next_cursor.is_some(), "next_cursor": next_cursor}
     })
+}
+
+/// The `traceparent` of the request being served (its own span, in the
+/// caller's trace or a new one), set by the access log; kept with the
+/// events the request causes.
+pub struct Trace(pub Option<String>);
+
+impl FromRequest for Trace {
+    type Error = ApiError;
+    type Future = std::future::Ready<Result<Self, ApiError>>;
+
+    fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
+        use actix_web::HttpMessage;
+        let t = req
+            .extensions()
+            .get::<crate::telemetry::trace::RequestTrace>()
+            .map(|t| t.0.to_string());
+        std::future::ready(Ok(Trace(t)))
+    }
 }

@@ -176,6 +176,7 @@ async fn respond(
     st: web::Data<AppState>,
     id: web::Path<String>,
     body: JsonBody,
+    trace: super::extract::Trace,
 ) -> ApiResult<HttpResponse> {
     // Unknown or not yours: 404 before anything else.
     let inter = st.store.get_interaction(&bot.0.id, &id).await?;
@@ -221,10 +222,16 @@ async fn respond(
             response_url,
             now_ms: now,
             interactive_window_ms: st.config.interactive_window.as_millis() as i64,
+            trace: trace.0,
         })
         .await?;
     Ok(match out {
-        AnswerOutcome::Answered(i) => HttpResponse::Ok().json(i.to_json(now)),
+        AnswerOutcome::Answered(i) => {
+            crate::telemetry::metrics::event_accepted(
+                crate::telemetry::metrics::answer_event_type(&i.kind),
+            );
+            HttpResponse::Ok().json(i.to_json(now))
+        }
         AnswerOutcome::Repeated(v) => HttpResponse::Ok().json(v),
     })
 }

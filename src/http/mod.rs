@@ -3,9 +3,11 @@
 pub mod access_log;
 pub mod admin;
 pub mod ask;
+pub mod assets;
 pub mod bot;
 pub mod check;
 pub mod conns;
+pub mod conversations;
 pub mod cors;
 pub mod events;
 pub mod extract;
@@ -14,6 +16,7 @@ pub mod inbox;
 pub mod openapi;
 pub mod ops;
 pub mod pages;
+pub mod portal;
 pub mod responses;
 pub mod views;
 pub mod widget;
@@ -44,11 +47,13 @@ pub fn routes(cfg: &mut utoipa_actix_web::service_config::ServiceConfig) {
     widget::routes(cfg);
     admin::routes(cfg);
     bot::routes(cfg);
+    conversations::routes(cfg);
     events::routes(cfg);
     inbox::routes(cfg);
     ask::routes(cfg);
     responses::routes(cfg);
     ops::routes(cfg);
+    portal::routes(cfg);
     pages::routes(cfg);
 }
 

@@ -286,7 +286,7 @@ fn common_errors(
     if path.starts_with("/api/v1/") || path.starts_with("/widget/v1/") {
         out.push((
             "503",
-            "service_unavailable: the database cannot be reached just now (with Retry-After)",
+            "store_unavailable: the store cannot be reached just now (with Retry-After)",
         ));
         // Query strings are checked too (limit, cursor, status filters).
         if op

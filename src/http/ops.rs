@@ -17,14 +17,15 @@ async fn healthz() -> HttpResponse {
     HttpResponse::Ok().json(json!({"status": "ok"}))
 }
 
-/// The store answers.
-#[utoipa::path(tag = "ops", responses((status = 200, description = "ready", body = views::Status), (status = 503, description = "the store does not answer", body = views::Status)))]
+/// The store answers: 503 `store_unavailable` (problem JSON, with
+/// `Retry-After`) while it does not, answered at once while the store's
+/// circuit is open.
+#[utoipa::path(tag = "ops", responses((status = 200, description = "ready", body = views::Status), (status = 503, description = "the store does not answer", content_type = "application/problem+json", body = crate::error::Problem)))]
 #[get("/readyz")]
-async fn readyz(st: web::Data<AppState>) -> HttpResponse {
+async fn readyz(st: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
     match st.store.queue_stats().await {
-        Ok(_) => HttpResponse::Ok().json(json!({"status": "ready"})),
-        Err(e) => HttpResponse::ServiceUnavailable()
-            .json(json!({"status": "unavailable", "detail": e.to_string()})),
+        Ok(_) => Ok(HttpResponse::Ok().json(json!({"status": "ready"}))),
+        Err(e) => Err(ApiError::Unavailable(e.to_string())),
     }
 }
 
@@ -33,12 +34,11 @@ async fn readyz(st: web::Data<AppState>) -> HttpResponse {
 #[get("/metrics")]
 async fn metrics_text(st: web::Data<AppState>) -> HttpResponse {
     if let Ok(q) = st.store.queue_stats().await {
-        metrics::gauge!("blockhook_queue_depth").set(q.pending as f64);
         let age = q
             .oldest_pending_created_at
             .map(|t| (st.now_ms() - t).max(0) as f64 / 1000.0)
             .unwrap_or(0.0);
-        metrics::gauge!("blockhook_oldest_pending_age_seconds").set(age);
+        crate::telemetry::metrics::queue(q.pending, age);
     }
     let body = st.metrics.as_ref().map(|h| h.render()).unwrap_or_default();
     HttpResponse::Ok()

@@ -5,13 +5,9 @@
 
 use actix_web::http::header;
 use actix_web::{HttpRequest, HttpResponse, guard, web};
-use rust_embed::RustEmbed;
 
+use super::assets;
 use crate::error::ApiError;
-
-#[derive(RustEmbed)]
-#[folder = "assets/"]
-struct Assets;
 
 /// The pages themselves; their scripts and styles are under `/assets/`.
 const PAGES: &[(&str, &str)] = &[
@@ -21,7 +17,7 @@ const PAGES: &[(&str, &str)] = &[
 ];
 
 /// The pages only talk to this server and load nothing from elsewhere.
-const CSP: &str = "default-src 'self'; script-src 'self'; style-src 'self'; \
+pub const CSP: &str = "default-src 'self'; script-src 'self'; style-src 'self'; \
     img-src 'self' data:; connect-src 'self'; object-src 'none'; base-uri 'none'; \
     form-action 'self'";
 
@@ -44,58 +40,34 @@ fn get_or_head() -> actix_web::Route {
     web::route().guard(guard::Any(guard::Get()).or(guard::Head()))
 }
 
-/// A script or stylesheet of the pages (`/assets/dashboard/main.js`).
+/// A script or stylesheet of the pages (`/assets/dashboard/main.js`, or
+/// its hashed name `/assets/dashboard/main.3f2a9c1b04.js`).
 async fn asset(req: HttpRequest, file: web::Path<String>) -> Result<HttpResponse, ApiError> {
-    if file.ends_with(".html") || Assets::get(&file).is_none() {
-        return Err(ApiError::not_found());
-    }
-    Ok(serve(&req, &file))
-}
-
-fn content_type(file: &str) -> &'static str {
-    match file.rsplit('.').next() {
-        Some("html") => "text/html; charset=utf-8",
-        Some("js") => "text/javascript; charset=utf-8",
-        Some("css") => "text/css; charset=utf-8",
-        Some("svg") => "image/svg+xml",
-        Some("png") => "image/png",
-        _ => "application/octet-stream",
+    match assets::find(&file) {
+        Some((a, immutable)) if !a.name.ends_with(".html") => Ok(respond(&req, a, immutable)),
+        _ => Err(ApiError::not_found()),
     }
 }
 
-/// One embedded file, with an ETag so a reload costs a 304. Scripts,
-/// styles and images may be loaded by pages of any origin (§9: the widget
-/// is a module script imported from the customer's site).
+/// One page or file under its plain name: revalidated with its ETag.
 fn serve(req: &HttpRequest, file: &str) -> HttpResponse {
-    let Some(asset) = Assets::get(file) else {
-        return HttpResponse::NotFound().finish();
-    };
-    let etag = format!(
-        "\"{}\"",
-        data_encoding::HEXLOWER.encode(&asset.metadata.sha256_hash()[..16])
-    );
-    let fresh = req
-        .headers()
-        .get(header::IF_NONE_MATCH)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.split(',').any(|t| t.trim() == etag));
-    let mut resp = if fresh {
-        HttpResponse::NotModified()
-    } else {
-        HttpResponse::Ok()
-    };
-    resp.insert_header((header::ETAG, etag))
-        .insert_header((header::CACHE_CONTROL, "no-cache"))
-        .insert_header((header::X_CONTENT_TYPE_OPTIONS, "nosniff"));
-    if file.ends_with(".html") {
-        resp.insert_header((header::CONTENT_SECURITY_POLICY, CSP))
-            .insert_header((header::REFERRER_POLICY, "no-referrer"));
-    } else {
-        resp.insert_header((header::ACCESS_CONTROL_ALLOW_ORIGIN, "*"));
+    match assets::find(file) {
+        Some((a, _)) => respond(req, a, false),
+        None => HttpResponse::NotFound().finish(),
     }
-    if fresh {
-        return resp.finish();
-    }
-    resp.content_type(content_type(file))
-        .body(asset.data.into_owned())
+}
+
+/// Pages get their security headers. Scripts, styles and images may be
+/// loaded by pages of any origin (§9: the widget is a script loaded by the
+/// customer's site, its panel modules imported from there).
+fn respond(req: &HttpRequest, a: &assets::Asset, immutable: bool) -> HttpResponse {
+    let extra = if a.name.ends_with(".html") {
+        vec![
+            (header::CONTENT_SECURITY_POLICY, CSP.to_string()),
+            (header::REFERRER_POLICY, "no-referrer".to_string()),
+        ]
+    } else {
+        vec![(header::ACCESS_CONTROL_ALLOW_ORIGIN, "*".to_string())]
+    };
+    assets::respond(req, a, immutable, &extra)
 }

@@ -8,9 +8,9 @@ use super::check::{Check, Need};
 use super::extract::{JsonBody, PageQuery, Visitor, check_origin, origin, sealed_page};
 use super::{AppState, views};
 use crate::domain::events::{self, Base};
-use crate::domain::ids::{hash_secret, new_id, new_secret};
+use crate::domain::ids::new_id;
 use crate::domain::interact::{Action, Context, closure_reason, present};
-use crate::domain::model::{Author, Conversation, Message, Person};
+use crate::domain::model::{Author, Conversation, Message};
 use crate::domain::time::rfc3339;
 use crate::error::{ApiError, ApiResult};
 use crate::store::{InteractRequest, NewEvent};
@@ -63,28 +63,7 @@ async fn create_conversation(
     let mut check = Check::new(&body.0, &["display_name"])?;
     check.text("display_name", 80, Need::Optional);
     let views::NewConversation { display_name } = check.typed()?;
-    let display_name = match display_name {
-        Some(name) => name.trim().to_string(),
-        None => {
-            use rand::Rng;
-            format!("Visitor {:04}", rand::rng().random_range(0..10000))
-        }
-    };
-    let token = new_secret("vt");
-    let conv = Conversation {
-        id: new_id("conv"),
-        chatbot_id: bot.id.clone(),
-        visitor: Person {
-            kind: "visitor".into(),
-            id: new_id("vs"),
-            display_name,
-        },
-        taken_over_by: None,
-        created_at: st.now_ms(),
-    };
-    st.store
-        .create_conversation(conv.clone(), hash_secret(&token))
-        .await?;
+    let (conv, token) = super::conversations::open(&st, &bot.id, display_name).await?;
     Ok(HttpResponse::Created().json(json!({
         "conversation_id": conv.id,
         "visitor": conv.visitor,
@@ -130,6 +109,7 @@ async fn post_message(
     st: web::Data<AppState>,
     cid: web::Path<String>,
     body: JsonBody,
+    trace: super::extract::Trace,
 ) -> ApiResult<HttpResponse> {
     own(&v, &cid)?;
     super::guard::visitor_write(&st, &v.0.id)?;
@@ -169,31 +149,13 @@ async fn post_message(
         event_type: events::MESSAGE_RECEIVED,
         payload,
         created_at: now,
+        trace: trace.0,
     };
     st.store
         .insert_message(msg.clone(), Some(event), Vec::new())
         .await?;
-    events_counter(events::MESSAGE_RECEIVED).increment(1);
+    crate::telemetry::metrics::event_accepted(events::MESSAGE_RECEIVED);
     Ok(HttpResponse::Created().json(msg))
-}
-
-/// `blockhook_events_total` of one of the three event types the widget
-/// emits, registered once (not looked up by name and labels on every
-/// click).
-fn events_counter(event_type: &'static str) -> &'static metrics::Counter {
-    static COUNTERS: std::sync::OnceLock<[(&'static str, metrics::Counter); 3]> =
-        std::sync::OnceLock::new();
-    let all = COUNTERS.get_or_init(|| {
-        [
-            events::BUTTON_CLICKED,
-            events::FORM_SUBMITTED,
-            events::MESSAGE_RECEIVED,
-        ]
-        .map(|t| (t, metrics::counter!("blockhook_events_total", "type" => t)))
-    });
-    all.iter()
-        .find(|(t, _)| *t == event_type)
-        .map_or(&all[2].1, |(_, c)| c)
 }
 
 async fn interact(
@@ -201,6 +163,7 @@ async fn interact(
     v: &Visitor,
     message_id: String,
     action: Action,
+    trace: Option<String>,
 ) -> ApiResult<HttpResponse> {
     let now = st.now_ms();
     let event_id = new_id("evt");
@@ -221,9 +184,10 @@ async fn interact(
             response_url,
             now_ms: now,
             interactive_window_ms: st.config.interactive_window.as_millis() as i64,
+            trace,
         })
         .await?;
-    events_counter(event_type).increment(1);
+    crate::telemetry::metrics::event_accepted(event_type);
     if out.typing {
         super::responses::start_typing(st, &v.0.id, &out.message.id).await;
     }
@@ -264,6 +228,7 @@ async fn click(
     st: web::Data<AppState>,
     mid: web::Path<String>,
     body: JsonBody,
+    trace: super::extract::Trace,
 ) -> ApiResult<HttpResponse> {
     super::guard::visitor_write(&st, &v.0.id)?;
     let mut check = Check::new(&body.0, &["block_id", "action_id", "comment"])?;
@@ -286,6 +251,7 @@ async fn click(
             action_id,
             comment,
         },
+        trace.0,
     )
     .await
 }
@@ -305,6 +271,7 @@ async fn submit_form(
     st: web::Data<AppState>,
     path: web::Path<(String, String)>,
     body: JsonBody,
+    trace: super::extract::Trace,
 ) -> ApiResult<HttpResponse> {
     let (mid, form_id) = path.into_inner();
     super::guard::visitor_write(&st, &v.0.id)?;
@@ -312,5 +279,5 @@ async fn submit_form(
     check.object("values");
     let views::FormSubmit { values } = check.typed()?;
     let values = values.unwrap_or_default();
-    interact(&st, &v, mid, Action::Submit { form_id, values }).await
+    interact(&st, &v, mid, Action::Submit { form_id, values }, trace.0).await
 }

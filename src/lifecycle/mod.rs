@@ -16,7 +16,7 @@ use crate::store::Store;
 /// its retention either way, and a start is not slowed by a pass).
 pub fn spawn_purge(store: Arc<dyn Store>, interval: Duration) -> JoinHandle<()> {
     tokio::spawn(async move {
-        let purged = metrics::counter!("blockhook_purged_conversations_total");
+        let purged = metrics::counter!(crate::telemetry::metrics::PURGED);
         let mut tick = tokio::time::interval(interval);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         tick.tick().await;

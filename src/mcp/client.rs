@@ -131,6 +131,44 @@ impl Api {
     }
 }
 
+impl Api {
+    /// The interaction (`GET /api/v1/interactions/{id}`).
+    pub async fn interaction(&self, interaction_id: &str) -> Result<Value, Failure> {
+        let url = format!(
+            "{}/api/v1/interactions/{}",
+            self.base,
+            urlencode(interaction_id)
+        );
+        let resp = self
+            .http
+            .get(url)
+            .bearer_auth(&self.key)
+            .send()
+            .await
+            .map_err(unreachable)?;
+        Self::read(resp).await
+    }
+
+    /// Withdraws a pending question (`POST /api/v1/interactions/{id}/cancel`).
+    pub async fn cancel(&self, interaction_id: &str) -> Result<Value, Failure> {
+        let url = format!(
+            "{}/api/v1/interactions/{}/cancel",
+            self.base,
+            urlencode(interaction_id)
+        );
+        let resp = self
+            .http
+            .post(url)
+            .bearer_auth(&self.key)
+            .header("content-type", "application/json")
+            .body("{}")
+            .send()
+            .await
+            .map_err(unreachable)?;
+        Self::read(resp).await
+    }
+}
+
 /// Percent-encodes a path segment (ids are plain, but a caller may pass anything).
 fn urlencode(s: &str) -> String {
     url::form_urlencoded::byte_serialize(s.as_bytes()).collect()

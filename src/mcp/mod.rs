@@ -5,15 +5,19 @@
 
 mod client;
 mod input;
+mod tasks;
 
 use std::time::{Duration, Instant};
 
 use clap::Args;
+use rmcp::handler::server::tool::ToolCallContext;
 use rmcp::handler::server::{router::tool::ToolRouter, wrapper::Parameters};
 use rmcp::model::{
-    CallToolResult, Implementation, ProgressNotificationParam, RequestMetaObject,
+    CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, GetTaskParams,
+    GetTaskResult, Implementation, ProgressNotificationParam, RequestMetaObject,
     ServerCapabilities, ServerConfig,
 };
+use rmcp::service::RequestContext;
 use rmcp::{
     ErrorData, Peer, RoleServer, ServerHandler, ServiceExt, tool, tool_handler, tool_router,
 };
@@ -108,11 +112,10 @@ const ANSWERS: &str = answers!();
 pub struct Blockhook {
     api: std::sync::Arc<Api>,
     conversation: Option<String>,
-    #[allow(dead_code)] // read by the `tool_handler` macro
     tool_router: ToolRouter<Self>,
 }
 
-fn failed(f: &Failure) -> CallToolResult {
+pub(crate) fn failed(f: &Failure) -> CallToolResult {
     CallToolResult::structured_error(f.to_json())
 }
 
@@ -234,10 +237,45 @@ impl Blockhook {
 
 #[tool_handler]
 impl ServerHandler for Blockhook {
+    /// `ask` becomes a task for a client that opted in (§12); every other
+    /// call goes to its tool.
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        if request.name == "ask" && tasks::wanted(&context) {
+            return self.ask_task(request).await;
+        }
+        let tcc = ToolCallContext::new(self, request, context);
+        self.tool_router.call(tcc).await
+    }
+
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, ErrorData> {
+        Ok(GetTaskResult::new(self.task(&request.task_id).await?))
+    }
+
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.cancel(&request.task_id).await
+    }
+
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
-            .with_server_info(Implementation::new("blockhook", env!("CARGO_PKG_VERSION")))
-            .with_instructions(format!("{INSTRUCTIONS}\n\n{ANSWERS}"))
+        ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_tasks()
+                .build(),
+        )
+        .with_server_info(Implementation::new("blockhook", env!("CARGO_PKG_VERSION")))
+        .with_instructions(format!("{INSTRUCTIONS}\n\n{ANSWERS}"))
     }
 }
 

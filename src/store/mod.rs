@@ -2,6 +2,8 @@
 //! `sqlite` implements it with one group-committing writer thread.
 
 pub mod cache;
+pub mod circuit;
+pub mod guarded;
 pub mod postgres;
 pub mod script;
 pub mod sqlite;
@@ -66,6 +68,31 @@ pub struct Page<T> {
     pub next_cursor: Option<String>,
 }
 
+/// A page of `limit` from `rows` read with one more than `limit`: the
+/// cursor is the key of its last row when there are more.
+pub fn page_by_key<T>(mut rows: Vec<T>, limit: usize, key: impl Fn(&T) -> String) -> Page<T> {
+    let next_cursor = if rows.len() > limit {
+        rows.truncate(limit);
+        rows.last().map(key)
+    } else {
+        None
+    };
+    Page {
+        data: rows,
+        next_cursor,
+    }
+}
+
+/// A conversation as the bot's key lists it.
+#[derive(Debug, Clone)]
+pub struct ConversationSummary {
+    pub conversation: Conversation,
+    /// When its newest message was posted, if it has one.
+    pub last_message_at: Option<i64>,
+    /// Its interactions still waiting for an answer (deadline not passed).
+    pub pending_interactions: i64,
+}
+
 /// An event to enqueue for delivery in the same transaction as its cause.
 #[derive(Debug, Clone)]
 pub struct NewEvent {
@@ -75,6 +102,9 @@ pub struct NewEvent {
     pub event_type: &'static str,
     pub payload: Vec<u8>,
     pub created_at: i64,
+    /// The W3C `traceparent` of the request that caused it, continued by
+    /// every delivery of it.
+    pub trace: Option<String>,
 }
 
 /// A widget-stream entry (`message.created`, `message.updated`,
@@ -99,6 +129,8 @@ pub struct InteractRequest {
     pub response_url: String,
     pub now_ms: i64,
     pub interactive_window_ms: i64,
+    /// The request's `traceparent`, kept with the event.
+    pub trace: Option<String>,
 }
 
 /// A reviewer's answer to an interaction (`POST /api/v1/interactions/{id}/responses`).
@@ -115,6 +147,8 @@ pub struct AnswerRequest {
     pub response_url: String,
     pub now_ms: i64,
     pub interactive_window_ms: i64,
+    /// The request's `traceparent`, kept with the event.
+    pub trace: Option<String>,
 }
 
 pub enum AnswerOutcome {
@@ -153,6 +187,8 @@ pub struct Claimed {
     /// Attempts made before the last redeliver: a redelivered event gets a
     /// fresh retry budget while attempt numbers keep counting.
     pub attempt_base: u32,
+    /// The `traceparent` its deliveries continue.
+    pub trace: Option<String>,
     /// Its chatbot as read in the transaction that committed the event or
     /// made it its conversation's head, when the store had it at hand (the
     /// dispatcher reads it otherwise).
@@ -326,6 +362,11 @@ pub trait Store:
     fn shared(&self) -> bool {
         false
     }
+    /// Whether the store takes a write now: what the circuit around it
+    /// asks before it lets requests through again (see [`circuit`]).
+    fn probe(&self) -> BoxFut<'_, StoreResult<()>> {
+        Box::pin(async move { self.queue_stats().await.map(|_| ()) })
+    }
 }
 
 /// Chatbots and their conversations: created, read, updated, listed.
@@ -356,6 +397,15 @@ pub trait Accounts: Send + Sync {
         limit: usize,
         cursor: Option<String>,
     ) -> BoxFut<'_, StoreResult<Page<Chatbot>>>;
+    /// A chatbot's conversations, newest first (ids are time-ordered); the
+    /// cursor is the last id of a page.
+    fn list_conversations(
+        &self,
+        chatbot_id: &str,
+        limit: usize,
+        cursor: Option<String>,
+        now_ms: i64,
+    ) -> BoxFut<'_, StoreResult<Page<ConversationSummary>>>;
 }
 
 /// Messages, their attachments and the conversation stream; a takeover.

@@ -41,6 +41,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../migrations/postgres/0004_attempt_headers.sql"),
     include_str!("../../migrations/postgres/0005_attachments.sql"),
     include_str!("../../migrations/postgres/0006_fillfactor.sql"),
+    include_str!("../../migrations/postgres/0009_event_trace.sql"),
 ];
 
 pub struct PostgresStore {
@@ -99,8 +100,11 @@ async fn commit_noting(
     if due {
         notes.due();
     }
+    let t0 = std::time::Instant::now();
     notes.send(&mut tx).await?;
-    tx.commit().await.map_err(backend)
+    let r = tx.commit().await.map_err(backend);
+    crate::telemetry::metrics::store_commit(t0.elapsed());
+    r
 }
 
 impl PostgresStore {
@@ -113,6 +117,7 @@ impl PostgresStore {
     /// `sslmode` says) and brings the schema up to date.
     pub async fn open(url: &str, hub: Arc<Hub>, pool_size: u32) -> StoreResult<Self> {
         let opts = connect::options(url)?;
+        connect::probe(&opts).await?;
         // One of the pool's connections is the click batches' own, in a
         // pool of its own: its statements carry their values as text
         // (batch.rs), so sqlx logs none of them (a response URL's token
@@ -226,5 +231,12 @@ impl PostgresStore {
 impl Store for PostgresStore {
     fn shared(&self) -> bool {
         true
+    }
+    /// A round trip on a connection of the pool.
+    fn probe(&self) -> BoxFut<'_, StoreResult<()>> {
+        Box::pin(async move {
+            sqlx::query("SELECT 1").execute(&self.pool).await?;
+            Ok(())
+        })
     }
 }

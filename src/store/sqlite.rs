@@ -4,7 +4,6 @@
 //! while the writer runs the next, and a small pool of read connections
 //! (WAL). The single writer also serialises first-click-wins.
 
-use std::path::Path;
 use std::sync::Arc;
 use std::thread;
 
@@ -46,6 +45,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../migrations/sqlite/0004_lifecycle.sql"),
     include_str!("../../migrations/sqlite/0005_attempt_headers.sql"),
     include_str!("../../migrations/sqlite/0006_attachments.sql"),
+    include_str!("../../migrations/sqlite/0009_event_trace.sql"),
 ];
 const MAX_BATCH: usize = 512;
 /// Statements kept prepared per connection (the writer runs about 30).
@@ -75,8 +75,32 @@ fn backend(e: impl std::fmt::Display) -> StoreError {
 
 impl From<rusqlite::Error> for StoreError {
     fn from(e: rusqlite::Error) -> Self {
-        backend(e)
+        if out_of_service(&e) {
+            StoreError::Unavailable(e.to_string())
+        } else {
+            backend(e)
+        }
     }
+}
+
+/// A failure of the file, not of the request: a full disk, a file or file
+/// system gone read-only, an I/O error, a file that cannot be opened, a
+/// lock held elsewhere past the busy timeout. The same request may succeed
+/// once the operator has made room.
+pub(crate) fn out_of_service(e: &rusqlite::Error) -> bool {
+    use rusqlite::ErrorCode as C;
+    matches!(
+        e.sqlite_error_code(),
+        Some(
+            C::DiskFull
+                | C::ReadOnly
+                | C::SystemIoFailure
+                | C::CannotOpen
+                | C::DatabaseBusy
+                | C::DatabaseLocked
+                | C::OutOfMemory
+        )
+    )
 }
 
 fn open(path: &str) -> rusqlite::Result<Connection> {
@@ -110,13 +134,9 @@ fn exec(conn: &Connection, sql: &str) -> rusqlite::Result<()> {
 }
 
 impl SqliteStore {
-    /// Opens (creating if needed) the database at `path` and runs migrations.
+    /// Opens (creating if needed) the database at `path`, in a folder that
+    /// exists, and runs migrations.
     pub fn open(path: &str, hub: Arc<Hub>) -> StoreResult<Self> {
-        if let Some(parent) = Path::new(path).parent()
-            && !parent.as_os_str().is_empty()
-        {
-            std::fs::create_dir_all(parent)?;
-        }
         let conn = open(path)?;
         let version: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
         for (i, sql) in MIGRATIONS.iter().enumerate() {
@@ -164,7 +184,17 @@ impl SqliteStore {
     }
 }
 
-impl Store for SqliteStore {}
+impl Store for SqliteStore {
+    /// A durable write through the writer (reads keep working on a full
+    /// disk; a write is what fails there).
+    fn probe(&self) -> BoxFut<'_, StoreResult<()>> {
+        Box::pin(self.write(|c| {
+            c.prepare_cached("INSERT OR REPLACE INTO meta (key, value) VALUES ('probe', ?1)")?
+                .execute([crate::domain::time::now_ms().to_string()])?;
+            Ok(())
+        }))
+    }
+}
 
 #[cfg(test)]
 mod tests {

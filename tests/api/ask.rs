@@ -4,3 +4,4 @@
 mod attachments;
 mod mcp;
 mod nowait;
+mod tasks;

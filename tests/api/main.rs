@@ -3,16 +3,23 @@
 #[macro_use]
 mod helpers;
 
+mod answers;
 mod ask;
+mod ask_cli;
 mod bench_smoke;
+mod blocks;
+mod conversations;
 mod core;
 mod delivery;
+mod deploy;
 mod embed;
 mod faults;
 mod inbox;
 mod lifecycle;
 mod newcomer;
+mod operating;
 mod pages;
+mod portal;
 mod postgres;
 mod postgres_batch;
 mod postgres_connect;
@@ -20,3 +27,4 @@ mod postgres_wakeups;
 mod public;
 mod responses;
 mod schemas;
+mod store_faults;

@@ -82,11 +82,15 @@ async fn serve(args: &[&str], env: &[(&str, &str)]) -> Served {
         .and_then(|s| s.split(' ').next())
         .expect("a port in the start line")
         .to_string();
-    let admin = admin_line
-        .rsplit(' ')
-        .next()
-        .unwrap_or_default()
-        .to_string();
+    // A JSON line (stdout is no terminal) or a text one.
+    let admin = match serde_json::from_str::<Value>(&admin_line) {
+        Ok(v) => v["admin_token"].as_str().unwrap_or_default().to_string(),
+        Err(_) => admin_line
+            .rsplit(' ')
+            .next()
+            .unwrap_or_default()
+            .to_string(),
+    };
     Served {
         child,
         base: format!("http://127.0.0.1:{port}"),
@@ -229,7 +233,7 @@ async fn logs_one_line_per_request_and_attempt_without_tokens() {
 
 store_test! {
 async fn text_logs_have_no_colour_codes_when_redirected() {
-    let s = serve(&[], &[]).await;
+    let s = serve(&["--log-format", "text"], &[]).await;
     let r = reqwest::get(format!("{}/healthz", s.base)).await.unwrap();
     assert_eq!(r.status(), 200);
     let logs = s.stop().await;

@@ -163,7 +163,7 @@ async fn verify_full_checks_the_host_name() {
     config.database = Database::Postgres(url);
     let err = match blockhook::startup::Application::build(config).await {
         Ok(_) => panic!("a certificate for another name must not be accepted"),
-        Err(e) => e,
+        Err(e) => e.to_string(),
     };
     assert!(
         err.contains("TLS to PostgreSQL failed (sslmode=verify-full)"),
@@ -317,7 +317,7 @@ async fn connections_cut_under_the_instance_lose_no_click() {
 
 /// A database that refuses connections (restarting, failing over, out of
 /// connection slots): a click waits no longer than the pool's acquire
-/// timeout, twice, and is answered 503 `service_unavailable` with
+/// timeout, twice, and is answered 503 `store_unavailable` with
 /// `Retry-After`, as problem JSON; nothing of it is stored. Once the
 /// database takes connections again, the same click is accepted and its
 /// event delivered, once.
@@ -348,10 +348,10 @@ async fn a_database_out_of_reach_answers_503_with_retry_after() {
     assert_eq!(r.headers()["retry-after"], "1");
     assert_eq!(r.headers()["content-type"], "application/problem+json");
     let body: serde_json::Value = r.json().await.expect("problem JSON");
-    assert_eq!(body["code"], "service_unavailable", "{body}");
+    assert_eq!(body["code"], "store_unavailable", "{body}");
     assert_eq!(body["status"], 503, "{body}");
     assert!(
-        waited < std::time::Duration::from_secs(15),
+        waited < std::time::Duration::from_secs(2),
         "answered after {waited:?}"
     );
 

@@ -358,3 +358,65 @@ async fn a_test_event_as_sent_validates_against_its_schema() {
     check_payload(&got.json());
     assert!(verify_signature(&bot.signing_secret, &got));
 }
+
+/// `fixtures/fields/`: one message per field type of §14 (and a button's
+/// `confirm`, a text `pattern`), each valid against `message.schema.json`.
+#[test]
+fn every_new_field_type_has_a_fixture_that_validates_against_the_message_schema() {
+    let dir = root().join("fixtures").join("fields");
+    let v = compile("message.schema.json");
+    for kind in [
+        "radio",
+        "multiselect",
+        "date",
+        "time",
+        "url",
+        "tel",
+        "rating",
+        "pattern",
+        "confirm",
+    ] {
+        let instance = read_json(&dir.join(format!("{kind}.json")));
+        let errs = errors(&v, &instance);
+        assert!(errs.is_empty(), "fields/{kind}.json: {errs:#?}");
+        let types: Vec<&str> = instance["blocks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|b| b["fields"].as_array().into_iter().flatten())
+            .filter_map(|f| f["type"].as_str())
+            .collect();
+        if !matches!(kind, "pattern" | "confirm") {
+            assert_eq!(types, vec![kind], "fields/{kind}.json shows its type");
+        }
+    }
+    // The schema refuses what §14 forbids.
+    for (bad, why) in [
+        (
+            json!({"name": "d", "type": "date", "label": "D", "min": 5}),
+            "a date's bound is a date",
+        ),
+        (
+            json!({"name": "r", "type": "rating", "label": "R", "max": 11}),
+            "a rating's max is 2–10",
+        ),
+        (
+            json!({"name": "t", "type": "text", "label": "T", "hint": "x".repeat(301)}),
+            "hint ≤ 300",
+        ),
+        (
+            json!({"name": "t", "type": "text", "label": "T", "pattern": "x".repeat(201)}),
+            "pattern ≤ 200",
+        ),
+        (
+            json!({"name": "n", "type": "number", "label": "N", "default": "3"}),
+            "a number's default is a number",
+        ),
+    ] {
+        let body = json!({"blocks": [{"type": "form", "fields": [bad]}]});
+        assert!(!v.is_valid(&body), "{why}");
+    }
+    let long_confirm = json!({"blocks": [{"type": "actions", "elements": [{"type": "button",
+        "action_id": "a", "label": "A", "confirm": {"text": "x".repeat(301)}}]}]});
+    assert!(!v.is_valid(&long_confirm), "confirm text ≤ 300");
+}

@@ -49,6 +49,54 @@ fn bool_field(body: &Map<String, Value>, key: &str) -> Result<bool, Rejection> {
     }
 }
 
+/// `{"type": "choice", "custom": "…"}`: the free-text answer of a choice
+/// whose ask allowed `custom`, submitted as the visitor's custom form.
+fn custom_answer(
+    spec: &Spec,
+    msg: &Message,
+    body: &Map<String, Value>,
+) -> Result<Action, Rejection> {
+    if body.contains_key("option_ids") {
+        return Err(Rejection::field(
+            "/custom",
+            "not_allowed",
+            "send either option_ids or custom",
+        ));
+    }
+    unknown_fields(body, &["type", "custom"])?;
+    let Some(form_id) = spec.custom_form_id.clone() else {
+        return Err(Rejection::field(
+            "/custom",
+            "not_allowed",
+            "this question was asked without `custom`: choose among option_ids",
+        ));
+    };
+    let text = match body.get("custom") {
+        Some(Value::String(t)) if !t.trim().is_empty() => t.clone(),
+        Some(Value::String(_)) => {
+            return Err(Rejection::field(
+                "/custom",
+                "required",
+                "the answer is empty",
+            ));
+        }
+        _ => {
+            return Err(Rejection::field(
+                "/custom",
+                "invalid_type",
+                "must be a string",
+            ));
+        }
+    };
+    let field = form_fields(msg, &form_id)
+        .into_iter()
+        .next()
+        .unwrap_or_else(|| "custom".into());
+    let mut values = Map::new();
+    values.insert(field, Value::String(text));
+    Ok(Action::Submit { form_id, values })
+}
+
 /// Turns a reviewer's answer into the action a visitor would have taken.
 /// Checks, in order: the variant matches the type, no unknown fields, the
 /// values are of the right shape (form values are checked later, exactly as
@@ -79,6 +127,7 @@ pub fn action_from_answer(
         None => return Err(Rejection::field("/type", "required", "type is required")),
     }
     match kind {
+        CHOICE if body.contains_key("custom") => custom_answer(spec, msg, body),
         CHOICE => {
             unknown_fields(body, &["type", "option_ids"])?;
             let ids: Vec<String> = match body.get("option_ids") {

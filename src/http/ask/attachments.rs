@@ -17,6 +17,20 @@ pub fn routes(cfg: &mut utoipa_actix_web::service_config::ServiceConfig) {
     cfg.service(widget_attachment).service(api_attachment);
 }
 
+/// Where the chatbot reads an attachment (`/api/v1`, with its API key).
+pub fn api_url(public_url: &str, id: &str) -> String {
+    format!("{public_url}/api/v1/attachments/{id}")
+}
+
+/// A message as read through `/api/v1`: its attachments at the API's url
+/// (the stored one is the widget's).
+pub fn for_api(public_url: &str, mut msg: Message) -> Message {
+    for a in &mut msg.attachments {
+        a.url = api_url(public_url, &a.id);
+    }
+    msg
+}
+
 /// Stores `upload` for `msg` and lists it on the message; its id.
 pub(super) async fn store(
     st: &AppState,

@@ -197,7 +197,12 @@ async fn ask(
     };
     if !msg.attachments.is_empty() {
         // Reviewers see the files on the inbox card too.
-        interaction.payload["attachments"] = json!(msg.attachments);
+        // Read with the API key: the /api/v1 url.
+        let mut refs = msg.attachments.clone();
+        for a in &mut refs {
+            a.url = attachments::api_url(&st.public_url, &a.id);
+        }
+        interaction.payload["attachments"] = json!(refs);
     }
     if !q.wait {
         let expires_at = interaction.expires_at;

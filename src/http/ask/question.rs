@@ -244,6 +244,7 @@ fn button(id: &str, label: &str, style: Option<&str>) -> Button {
         value: Some(id.into()),
         url: None,
         style: style.map(str::to_string),
+        confirm: None,
     }
 }
 
@@ -305,11 +306,8 @@ pub(super) fn shape(q: &Question) -> (Vec<Block>, &'static str, Value, Spec) {
                 name: o.id.clone(),
                 kind: FieldKind::Checkbox,
                 label: o.label.clone(),
-                required: false,
-                min: None,
-                max: None,
-                options: None,
                 placeholder: o.detail.clone(),
+                ..Field::default()
             })
             .collect();
         blocks.push(form("ask", "ask", q.title.clone(), fields));
@@ -335,10 +333,8 @@ pub(super) fn shape(q: &Question) -> (Vec<Block>, &'static str, Value, Spec) {
             kind: FieldKind::Text,
             label: "Your answer".into(),
             required: true,
-            min: None,
-            max: Some(2000.0),
-            options: None,
-            placeholder: None,
+            max: Some(2000.0.into()),
+            ..Field::default()
         };
         blocks.push(form("ask_custom", "custom", None, vec![field]));
         spec.custom_form_id = Some("custom".into());

@@ -19,9 +19,11 @@
 //! messages' interactions. A batch that fails as a whole (a deadlock with
 //! another instance's, a lost connection) is run again one click per
 //! transaction, as is a click whose block is gone from its message (the
-//! rare `replaced` check, which reads closed interactions too). When one of
-//! those finds the database out of reach as well, the rest of the batch is
-//! answered so (503 with `Retry-After`) without waiting again.
+//! rare `replaced` check, which reads closed interactions too). A batch
+//! that found the database out of reach (or waited on it past
+//! [`BATCH_BOUND`]) is not run again: all its clicks are answered so (503
+//! with `Retry-After`) at once; when one of the clicks run on their own
+//! finds it out of reach, the rest are answered so without waiting again.
 
 use std::sync::atomic::{AtomicU16, Ordering};
 use std::sync::{Arc, Mutex};
@@ -52,8 +54,16 @@ use write::write_statement;
 /// Most clicks in one transaction.
 const MAX_BATCH: usize = 256;
 /// Batches in flight: a second made smaller batches and more commits, and
-/// cost more CPU per click (docs/BENCHMARKS.md).
+/// cost more CPU per click (docs/notes/BENCHMARKS.md).
 const RUNNING: usize = 1;
+/// The longest a batch's transaction may take once it has its connection:
+/// a database that stopped answering (no error, no reset) must not hold
+/// the clicks queued behind it, nor the batches after it. Its connection
+/// is closed; a commit it may still have made is the case §15 allows (the
+/// store lost its answer to a commit it made). Longer than a request's
+/// bound (`store::circuit::BOUND`, which answers the clicks 503 first): a
+/// batch slowed by lock waits under load is not cut.
+const BATCH_BOUND: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// What a click produced, published by the caller once committed.
 pub struct Done {
@@ -170,7 +180,13 @@ impl Inner {
         }
     }
 
-    async fn batch(&self, jobs: Vec<Job>) {
+    async fn batch(&self, mut jobs: Vec<Job>) {
+        // A click whose caller has gone (answered 503 at the store's bound,
+        // or disconnected) is not applied: no one would hear it was.
+        jobs.retain(|j| !j.reply.is_closed());
+        if jobs.is_empty() {
+            return;
+        }
         let reqs: Vec<&InteractRequest> = jobs.iter().map(|j| &j.req).collect();
         match self.apply_set(&reqs).await {
             Ok(results) => {
@@ -187,7 +203,16 @@ impl Inner {
                     let _ = job.reply.send((self.single)(job.req).await);
                 }
             }
-            Err(e) => {
+            // The database is out of reach: every click of the batch is
+            // answered so at once, none waits again on its own.
+            Err(Failed::Reach(e)) => {
+                tracing::debug!(error = %e, clicks = jobs.len(), "a click batch found the database out of reach");
+                let e = e.to_string();
+                for job in jobs {
+                    let _ = job.reply.send(Err(StoreError::Unavailable(e.clone())));
+                }
+            }
+            Err(Failed::Run(e)) => {
                 tracing::debug!(error = %e, clicks = jobs.len(), "a click batch failed; one by one");
                 // A click that finds the database out of reach on its own
                 // too answers for the rest: each would wait as long again.
@@ -217,6 +242,7 @@ pub(super) struct Decision {
     event_type: &'static str,
     payload: Vec<u8>,
     created_at: i64,
+    trace: Option<String>,
     /// The message after this click, when the click changed it.
     changed: Option<String>,
     answered: Option<ApiEvent>,
@@ -239,17 +265,36 @@ impl Inner {
     /// statement. A failure closes that connection, whatever transaction it
     /// left open with it. Once the message with the `COMMIT` came back, nothing
     /// fails the batch (a failure then would send committed clicks round again).
-    async fn apply_set(&self, reqs: &[&InteractRequest]) -> StoreResult<Results> {
-        let mut held = self.conn.get().await?;
+    async fn apply_set(&self, reqs: &[&InteractRequest]) -> Result<Results, Failed> {
+        let mut held = self.conn.get().await.map_err(Failed::Reach)?;
         if held.fresh() {
             self.prepared.store(0, Ordering::Relaxed);
         }
         let r = match held.conn() {
-            Ok(conn) => self.apply_on(conn, reqs).await,
+            Ok(conn) => match tokio::time::timeout(BATCH_BOUND, self.apply_on(conn, reqs)).await {
+                Ok(r) => r,
+                Err(_) => {
+                    let e = StoreError::Unavailable(format!(
+                        "a click batch had no answer within {} ms",
+                        BATCH_BOUND.as_millis()
+                    ));
+                    return held.check_closing(Err(e)).map_err(Failed::Reach);
+                }
+            },
             Err(e) => Err(e),
         };
-        held.check_closing(r)
+        held.check_closing(r).map_err(Failed::Run)
     }
+}
+
+/// How a batch failed.
+enum Failed {
+    /// No connection, or no answer within [`BATCH_BOUND`]: the database is
+    /// out of reach, and each click would wait as long again.
+    Reach(StoreError),
+    /// The transaction failed (a deadlock, a connection cut under it):
+    /// its clicks are run again one by one.
+    Run(StoreError),
 }
 
 /// The statements a message must prepare before it uses them: those of
@@ -351,6 +396,7 @@ impl Inner {
                 event_type: d.accepted.event_type,
                 payload: d.accepted.payload,
                 created_at: req.now_ms,
+                trace: req.trace.clone(),
                 changed: d.changed.then(|| message_json(msg)),
                 answered,
                 out: Interacted {
@@ -379,7 +425,11 @@ impl Inner {
         } else {
             format!("{prep}{write}; COMMIT")
         };
+        let t0 = std::time::Instant::now();
         let rows = simple(conn, &sql, skip).await?;
+        if !peers {
+            crate::telemetry::metrics::store_commit(t0.elapsed());
+        }
         let written = match write::parse(&rows) {
             Ok(w) => w,
             Err(e) if peers => return Err(e),
@@ -427,6 +477,7 @@ impl Inner {
                     payload: bytes::Bytes::from(d.payload),
                     attempts: 0,
                     attempt_base: 0,
+                    trace: d.trace,
                     bot: Some(d.bot),
                 });
             }
@@ -446,7 +497,9 @@ impl Inner {
                 Some(n) => format!("{n}; COMMIT"),
                 None => "COMMIT".to_string(),
             };
+            let t0 = std::time::Instant::now();
             simple(conn, &sql, 0).await?;
+            crate::telemetry::metrics::store_commit(t0.elapsed());
         }
         if let Some(l) = &lease {
             let back = queued.push(hot, l.until);

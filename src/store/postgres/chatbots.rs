@@ -175,4 +175,41 @@ impl Accounts for PostgresStore {
     ) -> BoxFut<'_, StoreResult<Page<Chatbot>>> {
         Box::pin(dashboard::list_chatbots(self, limit, cursor))
     }
+
+    fn list_conversations(
+        &self,
+        chatbot_id: &str,
+        limit: usize,
+        cursor: Option<String>,
+        now_ms: i64,
+    ) -> BoxFut<'_, StoreResult<Page<crate::store::ConversationSummary>>> {
+        let chatbot_id = chatbot_id.to_string();
+        Box::pin(async move {
+            let rows = sqlx::query(
+                "SELECT c.id, c.chatbot_id, c.visitor_id, c.visitor_name, c.taken_over_by, c.created_at,
+                   (SELECT max(m.created_at) FROM messages m WHERE m.conversation_id = c.id AND m.deleted = 0),
+                   (SELECT count(*) FROM interactions i WHERE i.conversation_id = c.id AND i.status = 'pending'
+                      AND (i.expires_at IS NULL OR i.expires_at >= $2))
+                 FROM conversations c WHERE c.chatbot_id = $1 AND ($3::text IS NULL OR c.id < $3::text)
+                 ORDER BY c.id DESC LIMIT $4",
+            )
+            .bind(&chatbot_id)
+            .bind(now_ms)
+            .bind(&cursor)
+            .bind(limit as i64 + 1)
+            .fetch_all(&self.pool)
+            .await?;
+            let mut out = Vec::with_capacity(rows.len());
+            for r in &rows {
+                out.push(crate::store::ConversationSummary {
+                    conversation: conversation_row(r)?,
+                    last_message_at: r.try_get(6)?,
+                    pending_interactions: r.try_get(7)?,
+                });
+            }
+            Ok(crate::store::page_by_key(out, limit, |s| {
+                s.conversation.id.clone()
+            }))
+        })
+    }
 }

@@ -14,18 +14,19 @@ use crate::store::{StoreError, StoreResult};
 
 /// Connections per instance when not configured: room for the HTTP
 /// workers' group commits, the delivery claims and records, and the reads
-/// of streams and pages at once (docs/DEPLOYMENT.md).
+/// of streams and pages at once (docs/deploying.md).
 pub const DEFAULT_POOL: u32 = 16;
 
-/// How long a request waits for a connection before it is answered 503
-/// with `Retry-After` (sqlx's default is 30 s): a database that is
-/// restarting or failing over says so quickly, and a client retries.
+/// How long a caller waits for a connection, a new one's connect included
+/// (sqlx's default is 30 s). A request waits less: the store's circuit
+/// answers it 503 once the store has not answered anyone for
+/// `store::circuit::BOUND` (docs/notes/reliability.md).
 pub const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// A connection idle for longer than this is checked (one round trip)
 /// before it is handed out; one in use within it is not: a ping on every
 /// acquire was a round trip more per statement on the hot path
-/// (docs/BENCHMARKS.md). A connection that broke since fails its statement,
+/// (docs/notes/BENCHMARKS.md). A connection that broke since fails its statement,
 /// which the caller sees as a store error (nothing accepted is lost), and
 /// the pool opens a new one.
 const CHECK_IF_IDLE: Duration = Duration::from_secs(1);
@@ -63,16 +64,20 @@ fn lost_connection(e: &sqlx::Error) -> bool {
 /// A failure that says nothing of the request, only that the database
 /// cannot be reached now: a lost or refused connection, no connection
 /// free within [`ACQUIRE_TIMEOUT`], PostgreSQL's class 53 (insufficient
-/// resources, such as too many connections) and 57P03 (starting up). A
+/// resources, such as too many connections), 57P03 (starting up), 55000
+/// (the database does not allow connections: `ALLOW_CONNECTIONS false`),
+/// 3D000 (no such database) and class 28 (the role may not log in now). A
 /// deadlock is not one of them: the click batch runs its clicks again one
 /// by one for it.
 pub fn transient(e: &sqlx::Error) -> bool {
     match e {
         sqlx::Error::PoolTimedOut | sqlx::Error::PoolClosed => true,
         sqlx::Error::Database(d) => {
-            d.code()
-                .is_some_and(|c| c.starts_with("53") || &*c == "57P03")
-                || lost_connection(e)
+            d.code().is_some_and(|c| {
+                c.starts_with("53")
+                    || c.starts_with("28")
+                    || matches!(&*c, "57P03" | "55000" | "3D000")
+            }) || lost_connection(e)
         }
         _ => lost_connection(e),
     }
@@ -137,9 +142,42 @@ pub fn explain(opts: &PgConnectOptions, e: &sqlx::Error) -> StoreError {
             "TLS to PostgreSQL failed (sslmode={mode}): {e}{hint}"
         ));
     }
+    let at = format!("{}:{}", opts.get_host(), opts.get_port());
+    let cause = match e {
+        sqlx::Error::Io(io) if io.kind() == std::io::ErrorKind::ConnectionRefused => {
+            format!("connection refused at {at} (is PostgreSQL running and listening there?)")
+        }
+        sqlx::Error::Io(io) => format!("cannot reach {at}: {io}"),
+        sqlx::Error::Database(d) => match d.code().as_deref() {
+            Some("28P01") => format!(
+                "bad password: {at} refused the password of user `{}` (password authentication failed)",
+                opts.get_username()
+            ),
+            Some("28000") => format!(
+                "{at} refused user `{}`: {}",
+                opts.get_username(),
+                d.message()
+            ),
+            Some("3D000") => format!("{at}: {}", d.message()),
+            _ => format!("{at}: {e}"),
+        },
+        sqlx::Error::PoolTimedOut => format!("no connection to {at} within {ACQUIRE_TIMEOUT:?}"),
+        _ => format!("{at}: {e}"),
+    };
     StoreError::Backend(format!(
-        "cannot connect to PostgreSQL (sslmode={mode}): {e}"
+        "cannot connect to PostgreSQL (sslmode={mode}): {cause}"
     ))
+}
+
+/// One connection made and closed, so that a start that cannot reach the
+/// server says why at once (a pool retries a refused connection until its
+/// timeout, and then says only that it timed out).
+pub async fn probe(opts: &PgConnectOptions) -> StoreResult<()> {
+    let conn = PgConnection::connect_with(opts)
+        .await
+        .map_err(|e| explain(opts, &e))?;
+    let _ = conn.close().await;
+    Ok(())
 }
 
 /// A connection kept by one caller that runs one statement after another

@@ -132,8 +132,8 @@ impl Deliveries for PostgresStore {
             // to lock, and it heads its lane at once.
             let mut tx = self.pool.begin().await?;
             sqlx::query(
-                "INSERT INTO events (id, chatbot_id, conversation_id, type, payload, created_at, status, attempts, next_attempt_at, is_head)
-                 VALUES ($1, $2, $3, $4, $5, $6, 'pending', 0, $6, 1)",
+                "INSERT INTO events (id, chatbot_id, conversation_id, type, payload, created_at, status, attempts, next_attempt_at, is_head, traceparent)
+                 VALUES ($1, $2, $3, $4, $5, $6, 'pending', 0, $6, 1, $7)",
             )
             .bind(&event.id)
             .bind(&event.chatbot_id)
@@ -141,6 +141,7 @@ impl Deliveries for PostgresStore {
             .bind(event.event_type)
             .bind(&event.payload)
             .bind(event.created_at)
+            .bind(&event.trace)
             .execute(&mut *tx)
             .await?;
             let mut notes = notify::Notes::new(&self.instance);

@@ -22,9 +22,9 @@ pub(super) async fn insert_event(tx: &mut Tx<'_>, e: &NewEvent) -> StoreResult<(
         return Err(StoreError::NotFound);
     }
     sqlx::query(
-        "INSERT INTO events (id, chatbot_id, conversation_id, type, payload, created_at, status, attempts, next_attempt_at, is_head)
+        "INSERT INTO events (id, chatbot_id, conversation_id, type, payload, created_at, status, attempts, next_attempt_at, is_head, traceparent)
          VALUES ($1, $2, $3, $4, $5, $6, 'pending', 0, $6,
-                 CASE WHEN EXISTS (SELECT 1 FROM events WHERE conversation_id = $3 AND status IN ('pending', 'failed')) THEN 0 ELSE 1 END)",
+                 CASE WHEN EXISTS (SELECT 1 FROM events WHERE conversation_id = $3 AND status IN ('pending', 'failed')) THEN 0 ELSE 1 END, $7)",
     )
     .bind(&e.id)
     .bind(&e.chatbot_id)
@@ -32,6 +32,7 @@ pub(super) async fn insert_event(tx: &mut Tx<'_>, e: &NewEvent) -> StoreResult<(
     .bind(e.event_type)
     .bind(&e.payload)
     .bind(e.created_at)
+    .bind(&e.trace)
     .execute(&mut **tx)
     .await?;
     Ok(())
@@ -295,7 +296,9 @@ impl Queue for PostgresStore {
             let q = format!(
                 "WITH unflushed AS (SELECT set_config('synchronous_commit', 'off', true)),
                  claimed AS (
-                   UPDATE events SET leased_until = $2 WHERE seq IN (
+                   UPDATE events SET leased_until = $2,
+                     attempts = attempts + CASE WHEN leased_until > 0 THEN 1 ELSE 0 END
+                   WHERE seq IN (
                     SELECT e.seq FROM events e
                     WHERE e.is_head = 1 AND e.status IN ('pending', 'failed')
                       AND e.next_attempt_at <= $1 AND e.leased_until <= $1
@@ -303,7 +306,7 @@ impl Queue for PostgresStore {
                       AND e.chatbot_id NOT IN (SELECT id FROM chatbots WHERE endpoint_disabled = 1)
                     ORDER BY e.next_attempt_at, e.seq LIMIT $4
                     FOR UPDATE SKIP LOCKED)
-                   RETURNING seq, id, chatbot_id, conversation_id, payload, attempts, attempt_base),
+                   RETURNING seq, id, chatbot_id, conversation_id, payload, attempts, attempt_base, traceparent),
                  next AS (
                    SELECT s.short, CASE WHEN s.short THEN (
                      SELECT min(GREATEST(e.next_attempt_at, e.leased_until)) FROM events e
@@ -312,7 +315,7 @@ impl Queue for PostgresStore {
                        AND e.seq NOT IN (SELECT seq FROM claimed)) END AS at
                    FROM (SELECT count(*) < $4 AS short FROM claimed) s)
                  SELECT {}, c.seq, c.id, c.chatbot_id, c.conversation_id, c.payload, c.attempts, c.attempt_base,
-                   n.short, n.at
+                   n.short, n.at, c.traceparent
                  FROM next n CROSS JOIN unflushed
                    LEFT JOIN (claimed c LEFT JOIN chatbots b ON b.id = c.chatbot_id) ON true",
                 CHATBOT_COLS
@@ -373,6 +376,7 @@ impl Queue for PostgresStore {
                     payload: bytes::Bytes::from(r.try_get::<Vec<u8>, _>(at + 4)?),
                     attempts: r.try_get::<i64, _>(at + 5)? as u32,
                     attempt_base: r.try_get::<i64, _>(at + 6)? as u32,
+                    trace: r.try_get(at + 9)?,
                     bot,
                 });
             }
@@ -414,7 +418,7 @@ impl Queue for PostgresStore {
     /// What an attempt did is not accepted work: a record lost with the
     /// database's last moments sends its event again (at least once, the
     /// same event_id), so its commit does not wait for the disk
-    /// (`synchronous_commit` off for this transaction; docs/DECISIONS.md).
+    /// (`synchronous_commit` off for this transaction; docs/notes/DECISIONS.md).
     fn record_attempts(&self, records: Vec<AttemptRecord>) -> BoxFut<'_, StoreResult<()>> {
         Box::pin(async move {
             let mut held = self.recording.get().await?;
@@ -428,7 +432,9 @@ impl Queue for PostgresStore {
             match event_ids {
                 // Several instances may share this database: only expired
                 // leases are everyone's to release.
-                None => sqlx::query("UPDATE events SET leased_until = 0 WHERE leased_until > 0 AND leased_until < $1")
+                // A lease that ran out was neither recorded nor given
+                // back: its try may have reached the receiver, and counts.
+                None => sqlx::query("UPDATE events SET leased_until = 0, attempts = attempts + 1 WHERE leased_until > 0 AND leased_until < $1")
                     .bind(crate::domain::time::now_ms())
                     .execute(&self.pool)
                     .await,

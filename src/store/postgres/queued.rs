@@ -163,6 +163,7 @@ mod tests {
             payload: bytes::Bytes::new(),
             attempts: 0,
             attempt_base: 0,
+            trace: None,
             bot: None,
         }
     }

@@ -23,6 +23,7 @@ pub struct Act<'a> {
     pub interactive_window_ms: i64,
     /// A reviewer's answer body, recorded as sent.
     pub answer: Option<&'a Value>,
+    pub trace: Option<&'a str>,
 }
 
 /// A visitor's click or submit on a message of their conversation.
@@ -39,6 +40,7 @@ pub async fn interact<T: Tx>(tx: &mut T, req: &InteractRequest) -> StoreResult<E
         now_ms: req.now_ms,
         interactive_window_ms: req.interactive_window_ms,
         answer: None,
+        trace: req.trace.as_deref(),
     };
     apply(tx, msg, act).await
 }
@@ -76,6 +78,7 @@ pub async fn apply<T: Tx>(tx: &mut T, mut msg: Message, act: Act<'_>) -> StoreRe
             event_type: d.accepted.event_type,
             payload: d.accepted.payload,
             created_at: act.now_ms,
+            trace: act.trace.map(str::to_string),
         })
         .await?;
     if d.changed {
@@ -137,6 +140,7 @@ pub async fn answer<T: Tx>(
         now_ms: req.now_ms,
         interactive_window_ms: req.interactive_window_ms,
         answer: Some(&req.body),
+        trace: req.trace.as_deref(),
     };
     let mut fx = apply(tx, msg, act).await?;
     let Some(answered) = fx.answered.take() else {

@@ -135,4 +135,39 @@ impl Accounts for SqliteStore {
         let r = self.list_chatbots_impl(limit, cursor);
         Box::pin(async move { r })
     }
+
+    fn list_conversations(
+        &self,
+        chatbot_id: &str,
+        limit: usize,
+        cursor: Option<String>,
+        now_ms: i64,
+    ) -> BoxFut<'_, StoreResult<Page<crate::store::ConversationSummary>>> {
+        let r = self.read(|c| {
+            c.prepare_cached(
+                "SELECT c.id, c.chatbot_id, c.visitor_id, c.visitor_name, c.taken_over_by, c.created_at,
+                   (SELECT max(m.created_at) FROM messages m WHERE m.conversation_id = c.id AND m.deleted = 0),
+                   (SELECT count(*) FROM interactions i WHERE i.conversation_id = c.id AND i.status = 'pending'
+                      AND (i.expires_at IS NULL OR i.expires_at >= ?2))
+                 FROM conversations c WHERE c.chatbot_id = ?1 AND (?3 IS NULL OR c.id < ?3)
+                 ORDER BY c.id DESC LIMIT ?4",
+            )?
+            .query_map(
+                params![chatbot_id, now_ms, cursor, limit as i64 + 1],
+                |r| {
+                    Ok(crate::store::ConversationSummary {
+                        conversation: conversation_row(r)?,
+                        last_message_at: r.get(6)?,
+                        pending_interactions: r.get(7)?,
+                    })
+                },
+            )?
+            .collect::<rusqlite::Result<Vec<_>>>()
+        });
+        Box::pin(async move {
+            Ok(crate::store::page_by_key(r?, limit, |s| {
+                s.conversation.id.clone()
+            }))
+        })
+    }
 }

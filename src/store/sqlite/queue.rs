@@ -17,8 +17,8 @@ pub(super) fn insert_event(conn: &Connection, e: NewEvent) -> StoreResult<Option
             .and_then(|mut s| s.query_row([&e.conversation_id], |r| r.get(0)))?,
     };
     conn.prepare_cached(
-        "INSERT INTO events (id, chatbot_id, conversation_id, type, payload, created_at, status, attempts, next_attempt_at, is_head)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'pending', 0, ?6, ?7)",
+        "INSERT INTO events (id, chatbot_id, conversation_id, type, payload, created_at, status, attempts, next_attempt_at, is_head, traceparent)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'pending', 0, ?6, ?7, ?8)",
     )
     .and_then(|mut s| {
         s.execute(params![
@@ -28,7 +28,8 @@ pub(super) fn insert_event(conn: &Connection, e: NewEvent) -> StoreResult<Option
             e.event_type,
             e.payload,
             e.created_at,
-            !behind
+            !behind,
+            e.trace
         ])
     })?;
     match known {
@@ -45,6 +46,7 @@ pub(super) fn insert_event(conn: &Connection, e: NewEvent) -> StoreResult<Option
         payload: bytes::Bytes::from(e.payload),
         attempts: 0,
         attempt_base: 0,
+        trace: e.trace,
         bot: None,
     }))
 }
@@ -59,7 +61,7 @@ pub(super) fn promote_next(
 ) -> StoreResult<(Option<(Claimed, i64)>, bool)> {
     let next = conn
         .prepare_cached(
-            "SELECT seq, id, chatbot_id, conversation_id, payload, attempts, attempt_base, next_attempt_at, is_head
+            "SELECT seq, id, chatbot_id, conversation_id, payload, attempts, attempt_base, next_attempt_at, is_head, traceparent
              FROM events INDEXED BY events_active_by_conversation WHERE conversation_id = ?1 AND status IN ('pending', 'failed') ORDER BY seq LIMIT 1",
         )
         .and_then(|mut s| {
@@ -73,6 +75,7 @@ pub(super) fn promote_next(
                         payload: bytes::Bytes::from(r.get::<_, Vec<u8>>(4)?),
                         attempts: r.get(5)?,
                         attempt_base: r.get(6)?,
+                        trace: r.get(9)?,
                         bot: None,
                     },
                     r.get::<_, i64>(7)?,
@@ -87,6 +90,27 @@ pub(super) fn promote_next(
     conn.prepare_cached("UPDATE events SET is_head = 1 WHERE seq = ?1")
         .and_then(|mut s| s.execute([c.seq]))?;
     Ok((Some((c, at)), true))
+}
+
+impl SqliteStore {
+    /// Writes the lease of claimed deliveries (`0`: given back unsent).
+    /// One process owns the file, so the lease itself lives in memory
+    /// (`claims`); the table's copy says, after a crash, which deliveries
+    /// may have been sent.
+    async fn mark_leased(&self, claimed: &[Claimed], until: i64) -> StoreResult<()> {
+        if claimed.is_empty() {
+            return Ok(());
+        }
+        let seqs: Vec<i64> = claimed.iter().map(|c| c.seq).collect();
+        self.write_decided(false, move |c| {
+            let mut st = c.prepare_cached("UPDATE events SET leased_until = ?2 WHERE seq = ?1")?;
+            for seq in seqs {
+                st.execute(params![seq, until])?;
+            }
+            Ok(())
+        })
+        .await
+    }
 }
 
 impl Queue for SqliteStore {
@@ -108,7 +132,7 @@ impl Queue for SqliteStore {
             let scan = self.read(|c| {
                 let skip = serde_json::to_string(&skip).unwrap_or_default();
                 let mut s = c.prepare_cached(
-                    "SELECT seq, id, chatbot_id, conversation_id, payload, attempts, attempt_base FROM events e
+                    "SELECT seq, id, chatbot_id, conversation_id, payload, attempts, attempt_base, traceparent FROM events e
                      WHERE e.is_head = 1 AND e.status IN ('pending', 'failed') AND e.next_attempt_at <= ?1
                        AND e.chatbot_id NOT IN (SELECT value FROM json_each(?2))
                        AND e.chatbot_id NOT IN (SELECT id FROM chatbots WHERE endpoint_disabled = 1)
@@ -132,6 +156,7 @@ impl Queue for SqliteStore {
                         payload: bytes::Bytes::from(r.get::<_, Vec<u8>>(4)?),
                         attempts: r.get(5)?,
                         attempt_base: r.get(6)?,
+                        trace: r.get(7)?,
                         bot: None,
                     });
                 }
@@ -157,6 +182,12 @@ impl Queue for SqliteStore {
         Box::pin(async move {
             let mut claimed = r?;
             claimed.sort_by_key(|r| r.seq);
+            // Written before any of them is sent: a crash from here on
+            // counts their tries (see `release_leases`).
+            if let Err(e) = self.mark_leased(&claimed, lease_until).await {
+                self.claims.lock().give_back(claimed);
+                return Err(e);
+            }
             Ok(Claim {
                 claimed,
                 next_due_at: next,
@@ -296,23 +327,53 @@ impl Queue for SqliteStore {
         })
     }
 
+    /// `None` on start: a lease left in the table is a delivery handed out
+    /// by a process that ended without recording it or giving it back (a
+    /// crash): its try may have reached the receiver, so it counts, and the
+    /// next carries the next number (§15).
     fn release_leases(&self, event_ids: Option<Vec<String>>) -> BoxFut<'_, StoreResult<()>> {
-        let mut cl = self.claims.lock();
-        match event_ids {
-            None => cl.release_claimed(),
-            Some(ids) => {
-                for id in ids {
-                    cl.leases.remove(&id);
+        Box::pin(async move {
+            let ids = event_ids.clone();
+            self.write_decided(false, move |c| {
+                match ids {
+                    None => c
+                        .prepare_cached(
+                            "UPDATE events SET attempts = attempts + 1, leased_until = 0
+                             WHERE leased_until > 0 AND status IN ('pending', 'failed')",
+                        )?
+                        .execute([])?,
+                    Some(ids) => {
+                        let mut st =
+                            c.prepare_cached("UPDATE events SET leased_until = 0 WHERE id = ?1")?;
+                        for id in ids {
+                            st.execute([id])?;
+                        }
+                        0
+                    }
+                };
+                Ok(())
+            })
+            .await?;
+            let mut cl = self.claims.lock();
+            match event_ids {
+                None => cl.release_claimed(),
+                Some(ids) => {
+                    for id in ids {
+                        cl.leases.remove(&id);
+                    }
                 }
             }
-        }
-        cl.cold_at(0);
-        Box::pin(async { Ok(()) })
+            cl.cold_at(0);
+            Ok(())
+        })
     }
 
     fn give_back(&self, claims: Vec<Claimed>) -> BoxFut<'_, StoreResult<()>> {
-        self.claims.lock().give_back(claims);
-        Box::pin(async { Ok(()) })
+        Box::pin(async move {
+            let r = self.mark_leased(&claims, 0).await;
+            self.claims.lock().give_back(claims);
+            r
+        })
     }
 
     fn next_due_at(&self) -> BoxFut<'_, StoreResult<Option<i64>>> {

@@ -3,7 +3,34 @@
 
 use super::*;
 
-pub(super) type Done = Box<dyn FnOnce(Result<(), String>) + Send>;
+pub(super) type Done = Box<dyn FnOnce(Result<(), Failed>) + Send>;
+
+/// Why a batch did not commit (or reach the disk), as its jobs are
+/// answered: the file's trouble (a full disk, a read-only file) is
+/// `Unavailable`, a 503 the client retries; anything else a fault of the
+/// store.
+#[derive(Debug, Clone)]
+pub(super) struct Failed {
+    msg: String,
+    unavailable: bool,
+}
+
+impl Failed {
+    fn of(e: &rusqlite::Error) -> Self {
+        Self {
+            msg: e.to_string(),
+            unavailable: super::out_of_service(e),
+        }
+    }
+
+    fn error(self) -> StoreError {
+        if self.unavailable {
+            StoreError::Unavailable(self.msg)
+        } else {
+            StoreError::Backend(self.msg)
+        }
+    }
+}
 /// Runs a job in the open transaction (`None`: no transaction could be
 /// opened, the job fails unrun); `true` beside its answer when it failed
 /// part-way with no savepoint to undo it, so the batch must roll back.
@@ -15,6 +42,8 @@ pub(super) type Run = Box<dyn FnOnce(Option<&Connection>) -> Ran + Send>;
 pub(super) struct Ran {
     done: Done,
     poisoned: bool,
+    /// It failed for the file's trouble (then so does its batch).
+    unavailable: bool,
     hot: Option<Claimed>,
 }
 
@@ -113,30 +142,33 @@ impl SqliteStore {
                             Ok(()) => r,
                             Err(e) => {
                                 poisoned = true;
-                                Err(backend(e))
+                                Err(StoreError::from(e))
                             }
                         }
                     }
-                    Err(e) => Err(backend(e)),
+                    Err(e) => Err(StoreError::from(e)),
                 },
                 Some(conn) => {
                     let r = f(conn);
-                    poisoned = matches!(r, Err(StoreError::Backend(_)));
+                    poisoned =
+                        matches!(r, Err(StoreError::Backend(_) | StoreError::Unavailable(_)));
                     r
                 }
             };
+            let unavailable = matches!(result, Err(StoreError::Unavailable(_)));
             let mut result = result;
             let queued = result.as_mut().ok().and_then(hot);
-            let done: Done = Box::new(move |commit: Result<(), String>| {
+            let done: Done = Box::new(move |commit: Result<(), Failed>| {
                 let out = match commit {
                     Ok(()) => result,
-                    Err(e) => Err(StoreError::Backend(e)),
+                    Err(e) => Err(e.error()),
                 };
                 let _ = tx.send(out);
             });
             Ran {
                 done,
                 poisoned,
+                unavailable,
                 hot: queued,
             }
         });
@@ -156,7 +188,7 @@ impl SqliteStore {
             Some(c) => c,
             None => open(&self.path)?,
         };
-        let r = f(&conn).map_err(backend);
+        let r = f(&conn).map_err(StoreError::from);
         let mut pool = self.readers.lock();
         if pool.len() < 8 {
             pool.push(conn);
@@ -183,7 +215,7 @@ pub(super) fn writer_loop(
             Err(_) => return,
         };
         if let Err(e) = exec(&conn, "BEGIN IMMEDIATE") {
-            ((first.run)(None).done)(Err(e.to_string()));
+            ((first.run)(None).done)(Err(Failed::of(&e)));
             continue;
         }
         let version = conn
@@ -197,12 +229,14 @@ pub(super) fn writer_loop(
         let mut durable = first.durable;
         let mut next = Some(first);
         let mut poisoned = false;
+        let mut unavailable = false;
         while let Some(job) = next.take() {
             durable |= job.durable;
             let ran = (job.run)(Some(&conn));
             done.push(ran.done);
             hot.extend(ran.hot);
             poisoned = ran.poisoned;
+            unavailable = ran.unavailable;
             if done.len() >= MAX_BATCH || poisoned {
                 break;
             }
@@ -221,9 +255,15 @@ pub(super) fn writer_loop(
                 .reserve(hot.iter().map(|c| c.event_id.as_str()));
         }
         let commit = if poisoned {
-            Err("a write failed part-way; its batch was rolled back".to_string())
+            Err(Failed {
+                msg: "a write failed part-way; its batch was rolled back".to_string(),
+                unavailable,
+            })
         } else {
-            exec(&conn, "COMMIT").map_err(|e| e.to_string())
+            let t0 = std::time::Instant::now();
+            let r = exec(&conn, "COMMIT").map_err(|e| Failed::of(&e));
+            crate::telemetry::metrics::store_commit(t0.elapsed());
+            r
         };
         if commit.is_err() {
             writer_cache::clear();
@@ -248,7 +288,10 @@ pub(super) fn writer_loop(
                     .lock()
                     .unreserve(batch.hot.iter().map(|c| c.event_id.as_str()));
                 for d in batch.done {
-                    d(Err("the WAL syncer stopped".into()));
+                    d(Err(Failed {
+                        msg: "the WAL syncer stopped".into(),
+                        unavailable: false,
+                    }));
                 }
             }
         } else {
@@ -289,13 +332,16 @@ pub(super) fn syncer_loop(
                     Ok(())
                 }),
         }
-        .map_err(|e| format!("syncing the WAL failed: {e}"));
+        .map_err(|e| Failed {
+            msg: format!("syncing the WAL failed: {e}"),
+            unavailable: true,
+        });
         match &synced {
             // A click that was not answered is not delivered from memory;
             // should its event have reached the disk after all, a scan of
             // the table finds it.
             Err(e) => {
-                tracing::error!(error = %e, "writes were committed but may not be on disk");
+                tracing::error!(error = %e.msg, "writes were committed but may not be on disk");
                 claims.lock().unreserve(
                     batches
                         .iter()

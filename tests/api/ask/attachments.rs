@@ -52,7 +52,10 @@ async fn an_ask_carries_a_file_that_its_visitor_and_its_chatbot_can_download() {
         .json()
         .await
         .unwrap();
-    assert_eq!(i["data"][0]["payload"]["attachments"], json!([a]), "the inbox card lists it too");
+    // The inbox card lists it too, at the API's url (read with the API key).
+    let mut through_api = a.clone();
+    through_api["url"] = json!(url.replace("/widget/v1/", "/api/v1/"));
+    assert_eq!(i["data"][0]["payload"]["attachments"], json!([through_api]));
 
     for (path, bearer) in [
         (format!("/widget/v1/attachments/{id}"), conv.token.as_str()),

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 
-use super::{click_ok, patch_bot, refusing_port, reusable_buttons, webhook_id};
+use super::{attempt_header, click_ok, patch_bot, refusing_port, reusable_buttons, webhook_id};
 use crate::helpers::{ADMIN_TOKEN, Answer, Receiver, TestApp};
 
 /// `blockhook serve` on a SQLite file in `app.dir`, listening on `app.port`.
@@ -204,6 +204,38 @@ async fn sigterm_finishes_the_attempt_in_flight_and_exits_cleanly() {
     assert_eq!(e["status"], "succeeded", "{e}");
     assert_eq!(e["attempts"].as_array().map(Vec::len), Some(1));
     assert!(rx.next(Duration::from_millis(700)).await.is_none());
+    drop(child);
+}
+}
+
+store_test! {
+/// §15: a try that may have reached the receiver counts. The first try is
+/// on the wire (the receiver got it and has not answered) when the server
+/// is killed with SIGKILL; restarted, the server sends the delivery again
+/// with the next attempt number, the same webhook-id and the same body
+/// (on PostgreSQL once the lease of the killed server has run out).
+async fn a_delivery_resent_after_sigkill_carries_the_next_attempt_number() {
+    let mut app = child_app().await;
+    let mut child = start(&app).await;
+    let mut rx = Receiver::start().await;
+    rx.set_default(Answer::status(200).delay(Duration::from_secs(120)));
+    let bot = app.create_bot(&rx.url).await;
+    let conv = app.create_conv(&bot).await;
+    let mid = reusable_buttons(&app, &bot, &conv).await;
+    click_ok(&app, &conv, &mid).await;
+    let first = rx.take(1, Duration::from_secs(10)).await.remove(0);
+    assert_eq!(attempt_header(&first), "1");
+
+    child.0.kill().expect("SIGKILL");
+    child.0.wait().expect("reaped");
+    rx.set_default(Answer::status(200));
+    app.port = refusing_port();
+    app.address = format!("http://127.0.0.1:{}", app.port);
+    let child = start(&app).await;
+    let again = rx.take(1, Duration::from_secs(60)).await.remove(0);
+    assert_eq!(attempt_header(&again), "2", "the cut try counts");
+    assert_eq!(webhook_id(&again), webhook_id(&first));
+    assert_eq!(again.body, first.body);
     drop(child);
 }
 }

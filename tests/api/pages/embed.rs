@@ -146,7 +146,10 @@ async fn a_page_whose_origin_the_chatbot_does_not_allow_gets_a_polite_notice_and
     let mut rx = Receiver::start().await;
     let site = Site::start().await;
     let bot = bot_for(&app, &rx.url, json!(["https://elsewhere.example"])).await;
-    let url = site.put("/", shop_page(&app.url("/widget.js"), &bot, "", ""));
+    // What the page's developer reads in the console.
+    let console = "<script>window.__errors = []; const e = console.error; \
+        console.error = (...a) => { window.__errors.push(a.join(' ')); e(...a); };</script>";
+    let url = site.put("/", shop_page(&app.url("/widget.js"), &bot, console, ""));
     let chrome = Chrome::launch().await;
     let tab = chrome.open(&url, 1280, 800).await;
 
@@ -155,12 +158,30 @@ async fn a_page_whose_origin_the_chatbot_does_not_allow_gets_a_polite_notice_and
         .await;
     tab.wait_for(
         &format!(
-            "{}.includes('The chat is unavailable right now. Please try again later.')",
+            "{}.includes('This chat is not available on this site.')",
             panel_text()
         ),
         "the polite notice",
     )
     .await;
+    // The developer learns it was the chatbot's allowed_origins list, with
+    // this page's origin, on the page and in the console.
+    tab.wait_for(&q(".bh-dev-hint"), "the hint for the developer")
+        .await;
+    let hint: String = tab
+        .eval(&format!("{}.textContent", q(".bh-dev-hint")))
+        .await;
+    assert!(
+        hint.contains(&site.origin) && hint.contains("allowed_origins"),
+        "{hint}"
+    );
+    let errors: Vec<String> = tab.eval("window.__errors").await;
+    assert!(
+        errors.iter().any(|e| e.contains("allowed_origins")
+            && e.contains(&site.origin)
+            && e.contains(&bot.id)),
+        "{errors:?}"
+    );
     let composer_hidden: bool = tab.eval(&format!("{}.hidden", q(".bh-composer"))).await;
     assert!(composer_hidden, "nothing to write into");
     let rejections: Vec<String> = tab.eval("window.__rejections").await;

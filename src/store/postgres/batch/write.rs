@@ -86,6 +86,7 @@ pub(super) fn write_statement(
         Vec::with_capacity(n),
     );
     let mut leases: Vec<i64> = Vec::with_capacity(n);
+    let mut traces: Vec<Option<&str>> = Vec::with_capacity(n);
     let (mut s_convs, mut s_data) = (Vec::new(), Vec::new());
     for d in decisions {
         ids.push(d.event_id.as_str());
@@ -95,6 +96,7 @@ pub(super) fn write_statement(
         types.push(d.event_type);
         payloads.push(d.payload.as_slice());
         created.push(d.created_at);
+        traces.push(d.trace.as_deref());
         if let Some(j) = &d.changed {
             s_convs.push(d.conversation_id.as_str());
             s_data.push(j.as_str());
@@ -125,6 +127,7 @@ pub(super) fn write_statement(
     args.push(literal::byteas(payloads)?);
     args.push(literal::bigints(&created)?);
     args.push(literal::bigints(&leases)?);
+    args.push(literal::opt_texts(traces)?);
     if streaming {
         args.push(literal::texts(s_convs)?);
         args.push(literal::texts(s_data)?);
@@ -171,7 +174,7 @@ impl Shape {
             types.extend(["text[]", "text[]"]);
         }
         types.extend([
-            "text[]", "text[]", "text[]", "text[]", "bytea[]", "bigint[]", "bigint[]",
+            "text[]", "text[]", "text[]", "text[]", "bytea[]", "bigint[]", "bigint[]", "text[]",
         ]);
         if self.streaming {
             types.extend(["text[]", "text[]"]);
@@ -211,7 +214,7 @@ pub(super) fn parse(rows: &[PgRow]) -> StoreResult<Written> {
 
 /// The batch's statement with the parts it needs, `args` (arrays, each
 /// cast by the statement) in this order: answered interactions (6), changed
-/// messages (2), events (7, always), stream entries (2). It returns the
+/// messages (2), events (8, always), stream entries (2). It returns the
 /// head events (sequence number, id, lease) and the stream entries'
 /// sequence numbers (id and lease NULL).
 fn write_sql(answering: bool, changing: bool, streaming: bool, args: Vec<String>) -> String {
@@ -239,23 +242,23 @@ fn write_sql(answering: bool, changing: bool, streaming: bool, args: Vec<String>
             v[0], v[1]
         ));
     }
-    let v = p(7);
+    let v = p(8);
     parts.push(format!(
         "queued AS (
            INSERT INTO events (id, chatbot_id, conversation_id, type, payload, created_at, status, attempts,
-             next_attempt_at, is_head, leased_until)
+             next_attempt_at, is_head, leased_until, traceparent)
            SELECT id, bot, conv, type, payload, created, 'pending', 0, created, head,
-             CASE WHEN head = 1 THEN lease ELSE 0 END
+             CASE WHEN head = 1 THEN lease ELSE 0 END, trace
            FROM (SELECT u.*,
                CASE WHEN row_number() OVER (PARTITION BY conv ORDER BY ord) = 1
                       AND NOT EXISTS (SELECT 1 FROM events x WHERE x.conversation_id = u.conv
                                       AND x.status IN ('pending', 'failed'))
                     THEN 1 ELSE 0 END AS head
-             FROM UNNEST({}::text[], {}::text[], {}::text[], {}::text[], {}::bytea[], {}::bigint[], {}::bigint[])
-               WITH ORDINALITY AS u(id, bot, conv, type, payload, created, lease, ord)) s
+             FROM UNNEST({}::text[], {}::text[], {}::text[], {}::text[], {}::bytea[], {}::bigint[], {}::bigint[], {}::text[])
+               WITH ORDINALITY AS u(id, bot, conv, type, payload, created, lease, trace, ord)) s
            ORDER BY ord
            RETURNING seq, id, is_head, leased_until)",
-        v[0], v[1], v[2], v[3], v[4], v[5], v[6]
+        v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7]
     ));
     let heads = "SELECT seq, id, leased_until FROM queued WHERE is_head = 1";
     let last = if streaming {
@@ -281,7 +284,7 @@ mod tests {
     fn each_statement_takes_its_arrays_in_order() {
         for bits in 0..8u8 {
             let (a, c, s) = (bits & 1 == 1, bits & 2 == 2, bits & 4 == 4);
-            let want = 6 * a as usize + 2 * c as usize + 7 + 2 * s as usize;
+            let want = 6 * a as usize + 2 * c as usize + 8 + 2 * s as usize;
             let args = (1..=want).map(|k| format!("${k}")).collect();
             let sql = write_sql(a, c, s, args);
             for k in 1..=want {

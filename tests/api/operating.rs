@@ -1,0 +1,6 @@
+//! §16 for operators: exit codes of `serve`, the log's lines, trace context
+//! carried into webhooks, OTLP export.
+
+mod exit_codes;
+mod logs;
+mod trace;
