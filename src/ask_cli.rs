@@ -130,6 +130,54 @@ pub fn problem_line(status: u16, body: &str) -> String {
     line
 }
 
+/// How long past the question's timeout a lost server is still waited for.
+const REATTACH_GRACE: Duration = Duration::from_secs(30);
+
+/// Waits for the answer of question `id` through
+/// `GET /api/v1/interactions/{id}/answer?wait=`, long-polling while it is
+/// pending and retrying with backoff while the server is away (restarting,
+/// or another instance taking over), until an answer or `until`.
+pub async fn reattach(
+    client: &reqwest::Client,
+    base: &str,
+    api_key: &str,
+    id: &str,
+    until: std::time::Instant,
+) -> Result<Value, String> {
+    let url = format!("{base}/api/v1/interactions/{id}/answer?wait=25");
+    let mut delays = crate::mcp::reconnect_delays();
+    loop {
+        let r = client.get(&url).bearer_auth(api_key).send().await;
+        let why = match r {
+            Ok(r) if r.status().is_success() => {
+                match r.text().await.map_err(|e| e.to_string()).and_then(|t| {
+                    serde_json::from_str::<Value>(t.trim()).map_err(|e| e.to_string())
+                }) {
+                    Ok(v) if v.get("answer").and_then(Value::as_str) == Some("pending") => {
+                        delays = crate::mcp::reconnect_delays();
+                        continue;
+                    }
+                    Ok(v) => return Ok(v),
+                    Err(e) => format!("the answer was cut off: {e}"),
+                }
+            }
+            Ok(r) if matches!(r.status().as_u16(), 502..=504) => {
+                format!("the server answered {}", r.status())
+            }
+            Ok(r) => {
+                let status = r.status();
+                let text = r.text().await.unwrap_or_default();
+                return Err(format!("{status}: {}", text.trim()));
+            }
+            Err(e) => format!("server unreachable: {e}"),
+        };
+        if std::time::Instant::now() > until {
+            return Err(why);
+        }
+        tokio::time::sleep(delays.next().unwrap_or(Duration::from_secs(5))).await;
+    }
+}
+
 /// The request body for `args`.
 pub fn body(args: &AskArgs) -> Value {
     let mut b = json!({"message": args.question});
@@ -265,6 +313,7 @@ pub async fn run(args: AskArgs) -> i32 {
         args.url.trim_end_matches('/'),
         args.conversation_id
     );
+    let started = std::time::Instant::now();
     let resp = client
         .post(url)
         .bearer_auth(&api_key)
@@ -280,14 +329,14 @@ pub async fn run(args: AskArgs) -> i32 {
         }
     };
     let status = resp.status().as_u16();
-    let text = match resp.text().await {
-        Ok(t) => t,
-        Err(e) => {
-            eprintln!("blockhook ask: the answer was cut off: {e}");
-            return EXIT_UNAVAILABLE;
-        }
-    };
+    let header_id = resp
+        .headers()
+        .get("blockhook-interaction-id")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string);
+    let text = resp.text().await;
     if status != 200 {
+        let text = text.unwrap_or_default();
         if args.json {
             eprintln!("{}", text.trim());
         } else {
@@ -300,17 +349,50 @@ pub async fn run(args: AskArgs) -> i32 {
             _ => EXIT_UNAVAILABLE,
         };
     }
-    if args.json {
-        println!("{}", text.trim());
-        return render(&serde_json::from_str(text.trim()).unwrap_or(Value::Null)).1;
-    }
-    let answer: Value = match serde_json::from_str(text.trim()) {
-        Ok(v) => v,
-        Err(e) => {
+    let answer = match text.map(|t| serde_json::from_str::<Value>(t.trim())) {
+        Ok(Ok(v)) => Some(v),
+        Ok(Err(e)) if header_id.is_none() => {
             eprintln!("blockhook ask: unreadable answer: {e}");
             return EXIT_UNAVAILABLE;
         }
+        Err(e) if header_id.is_none() => {
+            eprintln!("blockhook ask: the answer was cut off: {e}");
+            return EXIT_UNAVAILABLE;
+        }
+        // Cut off (the server stopped): re-attach by the id.
+        _ => None,
     };
+    let pending = answer
+        .as_ref()
+        .is_none_or(|a| a.get("answer").and_then(Value::as_str) == Some("pending"));
+    let answer = match answer {
+        Some(a) if !pending => a,
+        a => {
+            let id = a
+                .as_ref()
+                .and_then(|a| a.get("interaction_id"))
+                .and_then(Value::as_str)
+                .map(str::to_string)
+                .or(header_id);
+            let Some(id) = id else {
+                eprintln!("blockhook ask: the server ended the wait without naming the question");
+                return EXIT_UNAVAILABLE;
+            };
+            let base = args.url.trim_end_matches('/');
+            let until = started + wait + REATTACH_GRACE;
+            match reattach(&client, base, &api_key, &id, until).await {
+                Ok(a) => a,
+                Err(e) => {
+                    eprintln!("blockhook ask: {e} (the question {id} stays open)");
+                    return EXIT_UNAVAILABLE;
+                }
+            }
+        }
+    };
+    if args.json {
+        println!("{answer}");
+        return render(&answer).1;
+    }
     let (out, code) = render(&answer);
     if !out.is_empty() {
         println!("{out}");

@@ -184,7 +184,7 @@ async fn serve(args: ServeArgs, format: LogFormat) -> i32 {
             }
         }
     }
-    match app.run_until_stopped().await {
+    match app.run_until_signalled().await {
         Ok(()) => 0,
         Err(e) => fail(StartError::Unavailable(e.to_string()), format),
     }

@@ -114,6 +114,18 @@ pub struct ServeArgs {
     /// the SQLite writer and syncer and the delivery runtime use the rest).
     #[arg(long, env = "BLOCKHOOK_HTTP_WORKERS")]
     pub http_workers: Option<usize>,
+    /// How long a request body may take to arrive in full (then 408).
+    #[arg(long, env = "BLOCKHOOK_BODY_TIMEOUT", default_value = "10s", value_parser = dur)]
+    pub body_timeout: Duration,
+    /// Open connections at most (default: below the open-file limit, which
+    /// is raised to its hard limit at start, keeping descriptors for the
+    /// store and the deliveries); at the cap the connection stalled
+    /// longest is closed to make room.
+    #[arg(long, env = "BLOCKHOOK_MAX_CONNECTIONS")]
+    pub max_connections: Option<usize>,
+    /// On SIGTERM/SIGINT, how long requests in flight may take to finish.
+    #[arg(long, env = "BLOCKHOOK_SHUTDOWN_TIMEOUT", default_value = "30s", value_parser = dur)]
+    pub shutdown_timeout: Duration,
     /// Log lines as text (colour on a terminal only) or as JSON, one object
     /// a line, for log shippers (default: JSON unless on a terminal).
     #[arg(long, env = "BLOCKHOOK_LOG_FORMAT", value_enum)]
@@ -160,6 +172,9 @@ pub struct Config {
     pub endpoint_concurrency: usize,
     pub purge_interval: Duration,
     pub http_workers: usize,
+    pub body_timeout: Duration,
+    pub max_connections: Option<usize>,
+    pub shutdown_timeout: Duration,
     pub limit_conversations: Rate,
     pub limit_visitor: Rate,
     pub limit_api_key: Rate,
@@ -188,6 +203,9 @@ impl std::fmt::Debug for Config {
             .field("response_url_ttl", &self.response_url_ttl)
             .field("endpoint_concurrency", &self.endpoint_concurrency)
             .field("http_workers", &self.http_workers)
+            .field("body_timeout", &self.body_timeout)
+            .field("max_connections", &self.max_connections)
+            .field("shutdown_timeout", &self.shutdown_timeout)
             .field("limit_conversations", &self.limit_conversations)
             .field("limit_visitor", &self.limit_visitor)
             .field("limit_api_key", &self.limit_api_key)
@@ -322,6 +340,9 @@ impl TryFrom<ServeArgs> for Config {
             endpoint_concurrency: a.endpoint_concurrency.max(1),
             purge_interval: a.purge_interval.max(Duration::from_millis(10)),
             http_workers: a.http_workers.unwrap_or_else(default_http_workers).max(1),
+            body_timeout: a.body_timeout.max(Duration::from_millis(100)),
+            max_connections: a.max_connections.map(|n| n.max(1)),
+            shutdown_timeout: a.shutdown_timeout,
             limit_conversations: a.limit_conversations,
             limit_visitor: a.limit_visitor,
             limit_api_key: a.limit_api_key,

@@ -29,6 +29,9 @@ pub enum ApiError {
     Unavailable(String),
     #[error("internal error: {0}")]
     Internal(String),
+    /// 409 `dialog_pending`, naming the question that waits (§15).
+    #[error("this conversation already has an unanswered question")]
+    DialogPending { interaction_id: String },
 }
 
 /// The `Retry-After` of a 503: a database failing over is back within
@@ -114,6 +117,7 @@ impl ApiError {
             ApiError::RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
             ApiError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+            ApiError::DialogPending { .. } => StatusCode::CONFLICT,
         }
     }
     pub fn code(&self) -> &'static str {
@@ -123,6 +127,7 @@ impl ApiError {
             ApiError::RateLimited { .. } => "rate_limited",
             ApiError::Unavailable(_) => "store_unavailable",
             ApiError::Internal(_) => "internal_error",
+            ApiError::DialogPending { .. } => "dialog_pending",
         }
     }
 }
@@ -148,6 +153,10 @@ pub struct Problem<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<Vec<FieldError>>)]
     errors: Option<&'a [FieldError]>,
+    /// With `dialog_pending`: the question that waits (`int_…`); withdraw it
+    /// with `POST /api/v1/interactions/{id}/cancel`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    interaction_id: Option<&'a str>,
 }
 
 impl ResponseError for ApiError {
@@ -172,6 +181,14 @@ impl ResponseError for ApiError {
                     None,
                 )
             }
+            ApiError::DialogPending { interaction_id } => (
+                "Dialog pending",
+                format!(
+                    "this conversation already has an unanswered question ({interaction_id}); \
+                     wait for its answer or cancel it"
+                ),
+                None,
+            ),
             ApiError::Internal(e) => {
                 tracing::error!(error = %e, "internal error");
                 (
@@ -189,6 +206,10 @@ impl ResponseError for ApiError {
             detail: &detail,
             code,
             errors,
+            interaction_id: match self {
+                ApiError::DialogPending { interaction_id } => Some(interaction_id),
+                _ => None,
+            },
         };
         let mut out = HttpResponse::build(self.status());
         match self {
@@ -242,7 +263,9 @@ impl From<Rejection> for ApiError {
                 "idempotency_key_conflict",
                 "Idempotency key conflict",
             ),
-            Rejection::DialogPending => (StatusCode::CONFLICT, "dialog_pending", "Dialog pending"),
+            Rejection::DialogPending { interaction_id } => {
+                return ApiError::DialogPending { interaction_id };
+            }
         };
         ApiError::new(status, code, title, detail)
     }

@@ -19,12 +19,16 @@ use crate::store::sqlite::SqliteStore;
 /// How long in-flight deliveries may take to finish on shutdown.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(15);
 
+/// How long a client may take to send a request's head (§15), then 408.
+const HEAD_TIMEOUT: Duration = Duration::from_secs(5);
+
 pub struct Application {
     port: u16,
     server: actix_web::dev::Server,
     dispatcher: Arc<Dispatcher>,
     purge: tokio::task::JoinHandle<()>,
     state: web::Data<AppState>,
+    conns: Arc<http::conns::Conns>,
     /// Printed once on the first start, when the token was generated.
     pub generated_admin_token: Option<String>,
 }
@@ -112,6 +116,7 @@ impl Application {
     /// starts the delivery workers.
     pub async fn build(config: Config) -> Result<Self, StartError> {
         use std::net::ToSocketAddrs;
+        let nofile = raise_nofile();
         if config.addr.to_socket_addrs().is_err() {
             return Err(StartError::Config(format!(
                 "--addr must be host:port, like 127.0.0.1:8080, got `{}`",
@@ -179,20 +184,45 @@ impl Application {
                 config.limit_api_key,
                 config.max_streams_per_visitor,
             ),
+            stopping: tokio_util::sync::CancellationToken::new(),
             config,
         });
+        let conns = http::conns::Conns::new(
+            state
+                .config
+                .max_connections
+                .unwrap_or_else(|| http::conns::default_cap(nofile, state.config.database_pool)),
+        );
         let dispatcher =
             delivery::spawn(state.clone().into_inner()).map_err(StartError::Unavailable)?;
         let purge = crate::lifecycle::spawn_purge(state.store.clone(), state.config.purge_interval);
+        tracing::info!(
+            open_file_limit = nofile,
+            max_connections = conns.cap(),
+            "connections capped below the open-file limit"
+        );
         let st = state.clone();
+        let on_connect = conns.clone();
         // Small writes (stream events, short answers) go out at once.
         let workers = state.config.http_workers;
+        let grace = state.config.shutdown_timeout;
         let server = HttpServer::new(move || http::app(st.clone()))
             .workers(workers)
             .tcp_nodelay(true)
+            .client_request_timeout(HEAD_TIMEOUT)
+            // Actix counts a connection from its accept until it is
+            // dropped and stops accepting at its limit (per worker); `conns`
+            // makes room at its cap by closing the one stalled longest. A
+            // few above the cap, actix's limit bounds the descriptors of the
+            // connections still closing, so an accept never meets EMFILE.
+            .max_connections((conns.cap() + http::conns::CLOSING).div_ceil(workers))
+            .on_connect(move |c, data| on_connect.on_connect(c, data))
             .listen(listener)
             .map_err(unavailable)?
-            .shutdown_timeout(5)
+            .shutdown_timeout(grace.as_secs() + u64::from(grace.subsec_nanos() > 0))
+            // SIGTERM and SIGINT are handled by `run_until_signalled`: both
+            // stop gracefully (actix's own handlers stop at once on SIGINT).
+            .shutdown_signal(state.stopping.clone().cancelled_owned())
             .run();
         Ok(Self {
             port: local.port(),
@@ -200,6 +230,7 @@ impl Application {
             dispatcher,
             purge,
             state,
+            conns,
             generated_admin_token,
         })
     }
@@ -212,14 +243,71 @@ impl Application {
         &self.state.public_url
     }
 
-    /// Serves until SIGINT/SIGTERM, then stops claiming, lets in-flight
-    /// attempts finish within a bound, and exits.
+    /// The open connections and their cap.
+    pub fn conns(&self) -> &Arc<http::conns::Conns> {
+        &self.conns
+    }
+
+    /// Cancelling it stops the server as SIGTERM does.
+    pub fn stopping(&self) -> tokio_util::sync::CancellationToken {
+        self.state.stopping.clone()
+    }
+
+    /// [`Application::run_until_stopped`], stopping on SIGTERM or SIGINT.
+    pub async fn run_until_signalled(self) -> std::io::Result<()> {
+        use tokio::signal::unix::{SignalKind, signal};
+        let stopping = self.stopping();
+        let mut term = signal(SignalKind::terminate())?;
+        let mut int = signal(SignalKind::interrupt())?;
+        tokio::spawn(async move {
+            let name = tokio::select! {
+                _ = term.recv() => "SIGTERM",
+                _ = int.recv() => "SIGINT",
+                _ = stopping.cancelled() => return,
+            };
+            tracing::info!(
+                signal = name,
+                "stopping: no new connections; finishing the requests in flight"
+            );
+            stopping.cancel();
+        });
+        self.run_until_stopped().await
+    }
+
+    /// Serves until stopped, then stops accepting, ends held asks with
+    /// `pending` and streams, lets requests in flight finish (at most
+    /// `--shutdown-timeout`), stops claiming deliveries and lets in-flight
+    /// attempts finish within a bound.
     pub async fn run_until_stopped(self) -> std::io::Result<()> {
         let r = self.server.await;
         self.purge.abort();
         self.dispatcher.stop(SHUTDOWN_GRACE).await;
         r
     }
+}
+
+/// Raises the soft open-file limit to the hard limit; returns the limit
+/// now in force.
+fn raise_nofile() -> u64 {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit/setrlimit read and write the struct given.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 {
+        return 1024;
+    }
+    if lim.rlim_cur < lim.rlim_max {
+        let raised = libc::rlimit {
+            rlim_cur: lim.rlim_max,
+            rlim_max: lim.rlim_max,
+        };
+        if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &raised) } == 0 {
+            return raised.rlim_cur;
+        }
+        tracing::warn!(error = %std::io::Error::last_os_error(), "cannot raise the open-file limit");
+    }
+    lim.rlim_cur
 }
 
 fn unavailable(e: impl std::fmt::Display) -> StartError {

@@ -49,8 +49,8 @@ pub enum Rejection {
     #[error("this Idempotency-Key was used with a different body")]
     IdempotencyConflict,
     /// A question is already waiting in the conversation.
-    #[error("this conversation already has an unanswered question")]
-    DialogPending,
+    #[error("this conversation already has an unanswered question ({interaction_id})")]
+    DialogPending { interaction_id: String },
     /// Bad fields, each with its pointer.
     #[error("the request has invalid fields")]
     Invalid(Vec<FieldError>),

@@ -27,6 +27,23 @@ fn too_large(limit: usize) -> ApiError {
     )
 }
 
+/// `--body-timeout` when no state is at hand.
+const DEFAULT_BODY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// 408: the body did not fully arrive in time; the connection is closed
+/// (`conns::track`).
+fn body_timed_out(after: std::time::Duration) -> ApiError {
+    ApiError::new(
+        StatusCode::REQUEST_TIMEOUT,
+        "request_timeout",
+        "Request timeout",
+        format!(
+            "the request body did not arrive within {}",
+            humantime::format_duration(after)
+        ),
+    )
+}
+
 /// A JSON object body. Content type must be `application/json`.
 pub struct JsonBody(pub Value);
 
@@ -63,18 +80,31 @@ impl FromRequest for JsonBody {
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.parse::<usize>().ok());
         let mut payload = payload.take();
+        let body_timeout = req
+            .app_data::<web::Data<AppState>>()
+            .map_or(DEFAULT_BODY_TIMEOUT, |st| st.config.body_timeout);
+        let req = req.clone();
         Box::pin(async move {
             if declared.is_some_and(|n| n > limit) {
                 return Err(too_large(limit));
             }
-            let mut body = web::BytesMut::new();
-            while let Some(chunk) = payload.next().await {
-                let chunk = chunk.map_err(|e| ApiError::malformed_json(e.to_string()))?;
-                if body.len() + chunk.len() > limit {
-                    return Err(too_large(limit));
+            // The client's turn until the body is in, at most `--body-timeout`.
+            super::conns::reading_body(&req);
+            let read = async {
+                let mut body = web::BytesMut::new();
+                while let Some(chunk) = payload.next().await {
+                    let chunk = chunk.map_err(|e| ApiError::malformed_json(e.to_string()))?;
+                    if body.len() + chunk.len() > limit {
+                        return Err(too_large(limit));
+                    }
+                    body.extend_from_slice(&chunk);
                 }
-                body.extend_from_slice(&chunk);
-            }
+                Ok(body)
+            };
+            let body = tokio::time::timeout(body_timeout, read)
+                .await
+                .map_err(|_| body_timed_out(body_timeout))??;
+            super::conns::body_read(&req);
             if body.is_empty() && !has_ct {
                 // No body at all: an empty object (every key optional or reported missing).
                 return Ok(JsonBody(Value::Object(Default::default())));

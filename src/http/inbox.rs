@@ -261,6 +261,8 @@ async fn api_stream(bot: Bot, st: web::Data<AppState>) -> HttpResponse {
         }
     });
     use futures_util::StreamExt;
+    // A shutdown ends the stream; the client reconnects.
+    let body = body.take_until(st.stopping.clone().cancelled_owned());
     HttpResponse::Ok()
         .content_type("text/event-stream")
         .insert_header(("Cache-Control", "no-cache"))

@@ -6,6 +6,7 @@ pub mod ask;
 pub mod assets;
 pub mod bot;
 pub mod check;
+pub mod conns;
 pub mod conversations;
 pub mod cors;
 pub mod events;
@@ -96,4 +97,5 @@ pub fn app(
         })
         .wrap(actix_web::middleware::from_fn(access_log::log_request))
         .wrap(actix_web::middleware::from_fn(cors::widget_cors))
+        .wrap(actix_web::middleware::from_fn(conns::track))
 }

@@ -43,8 +43,38 @@ pub struct McpArgs {
 /// well under the 10 s the contract allows between notifications.
 const POLL_S: u64 = 5;
 
-/// How long `ask` keeps trying a server it lost before giving up.
-const UNREACHABLE_FOR: Duration = Duration::from_secs(60);
+/// How long past the question's own timeout `ask` keeps trying a server it
+/// lost (restarting, or another instance taking over) before giving up.
+const UNREACHABLE_GRACE: Duration = Duration::from_secs(30);
+
+/// The question's timeout as asked (600 s when not given).
+fn question_timeout(input: &AskInput) -> Duration {
+    match &input.timeout {
+        Some(input::Timeout::Seconds(n)) => Duration::from_secs(*n),
+        Some(input::Timeout::Text(t)) => {
+            crate::domain::duration::parse(t).unwrap_or(Duration::from_secs(600))
+        }
+        None => Duration::from_secs(600),
+    }
+}
+
+/// The pauses between tries of a server that is away: from 250 ms, doubling
+/// up to 5 s, with jitter.
+pub fn reconnect_delays() -> impl Iterator<Item = Duration> {
+    use backon::BackoffBuilder;
+    backon::ExponentialBuilder::default()
+        .with_min_delay(Duration::from_millis(250))
+        .with_max_delay(Duration::from_secs(5))
+        .with_jitter()
+        .without_max_times()
+        .build()
+}
+
+/// Whether a failed poll is the server being away (restarting, or another
+/// instance taking over) rather than an answer.
+fn server_away(f: &Failure) -> bool {
+    f.code == "unreachable" || matches!(f.status, Some(502..=504))
+}
 
 const INSTRUCTIONS: &str = "Ask a person and get their decision. Use `ask` to ask and wait \
 (it reports progress while the person decides), or `ask_start` then `ask_result` to ask and \
@@ -132,6 +162,7 @@ impl Blockhook {
         meta: RequestMetaObject,
         peer: Peer<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
+        let deadline = Instant::now() + question_timeout(&input) + UNREACHABLE_GRACE;
         let id = match self.start(input).await {
             Ok(id) => id,
             Err(f) => return Ok(failed(&f)),
@@ -151,19 +182,18 @@ impl Blockhook {
             }
         };
         progress(&peer).await;
-        let mut down_since: Option<Instant> = None;
+        let mut delays = reconnect_delays();
         loop {
             match self.api.answer(&id, POLL_S).await {
                 Ok(v) if v.get("answer").and_then(Value::as_str) == Some("pending") => {
-                    down_since = None;
+                    delays = reconnect_delays();
                     progress(&peer).await
                 }
                 Ok(v) => return Ok(CallToolResult::structured(v)),
-                Err(mut f) if f.code == "unreachable" => {
-                    // A dropped connection: try again after a pause, still
-                    // reporting progress, for up to a minute.
-                    let since = *down_since.get_or_insert_with(Instant::now);
-                    if since.elapsed() > UNREACHABLE_FOR {
+                Err(mut f) if server_away(&f) => {
+                    // The server restarts or fails over: the question stays
+                    // open there; try again with backoff until its timeout.
+                    if Instant::now() > deadline {
                         f.detail = format!(
                             "{} (the question {id} stays open: read it later with ask_result)",
                             f.detail
@@ -171,7 +201,7 @@ impl Blockhook {
                         return Ok(failed(&f));
                     }
                     progress(&peer).await;
-                    tokio::time::sleep(Duration::from_secs(1)).await;
+                    tokio::time::sleep(delays.next().unwrap_or(Duration::from_secs(5))).await;
                 }
                 Err(f) => return Ok(failed(&f)),
             }

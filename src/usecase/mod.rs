@@ -26,6 +26,9 @@ pub struct Services {
     pub metrics: Option<metrics_exporter_prometheus::PrometheusHandle>,
     /// The §10 limits of this instance.
     pub limits: crate::limits::Limits,
+    /// Cancelled when the server begins to stop (SIGTERM, SIGINT): held
+    /// asks end with `pending`, streams end, nothing is withdrawn.
+    pub stopping: tokio_util::sync::CancellationToken,
 }
 
 impl Services {

@@ -149,8 +149,10 @@ pub async fn apply_reply(
         .await;
     let out = match out {
         Ok(out) => out,
-        // The conversation erased or purged (§11): nothing of it is found.
-        Err(StoreError::NotFound)
+        // The conversation erased or purged (§11): nothing of it is found,
+        // whatever the reply failed on (a new message's insert fails on
+        // the missing conversation, not with NotFound).
+        Err(StoreError::NotFound | StoreError::Backend(_))
             if matches!(
                 st.store.get_conversation(&grant.conversation_id).await,
                 Err(StoreError::NotFound)

@@ -125,6 +125,10 @@ pub(super) async fn answer(
                 deadline = None;
                 true
             }
+            _ = st.stopping.cancelled() => {
+                // The server stops: the client asks again, here or elsewhere.
+                return Ok(HttpResponse::Ok().json(json!({"answer": "pending"})));
+            }
             _ = tokio::time::sleep_until(until) => {
                 // One last read: an answer may have come through another path.
                 let i = st.store.get_interaction(&bot.0.id, &id).await?;

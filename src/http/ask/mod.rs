@@ -4,11 +4,14 @@
 //!
 //! The answer is always a 200: headers go out at once, whitespace keeps the
 //! connection alive (and reveals a client that left), and the JSON answer
-//! follows. With `"wait": false` the ask answers 202 at once and the answer
+//! follows. A shutdown ends the wait with `{"answer": "pending",
+//! "interaction_id"}` and leaves the question open: the asker re-attaches
+//! through `answer.rs`. With `"wait": false` the ask answers 202 at once and the answer
 //! is fetched later (`answer.rs`).
 
 mod answer;
 pub mod attachments;
+mod cancel;
 mod question;
 
 use std::time::Duration;
@@ -31,6 +34,7 @@ use question::{parse, shape};
 pub fn routes(cfg: &mut utoipa_actix_web::service_config::ServiceConfig) {
     cfg.service(ask);
     cfg.service(answer::answer);
+    cfg.service(cancel::cancel);
     attachments::routes(cfg);
 }
 
@@ -50,12 +54,19 @@ struct Waiter {
 
 impl Drop for Waiter {
     fn drop(&mut self) {
-        if self.done {
+        // A shutdown does not withdraw the question (§15): it stays
+        // answerable and the asker re-attaches.
+        if self.done || self.st.stopping.is_cancelled() {
             return;
         }
+        // A worker's runtime being torn down has no reactor left to run
+        // the withdrawal on.
+        let Ok(rt) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
         let st = self.st.clone();
         let id = self.interaction_id.clone();
-        tokio::spawn(async move {
+        rt.spawn(async move {
             let _ = st
                 .store
                 .close_interaction(&id, InteractionStatus::Cancelled, "withdrawn", st.now_ms())
@@ -69,6 +80,10 @@ impl Waiter {
     async fn next(&mut self) -> Option<Value> {
         let tick = tokio::time::sleep(KEEPALIVE);
         tokio::select! {
+            _ = self.st.stopping.cancelled() => {
+                // The server stops: the asker re-attaches by the id.
+                Some(json!({"answer": "pending", "interaction_id": self.interaction_id}))
+            }
             r = self.rx.recv() => match r {
                 Ok(e) if e.interaction_id == self.interaction_id => Some(outcome(&e.data)),
                 Ok(_) => None,
@@ -135,7 +150,7 @@ async fn posted(
 #[utoipa::path(tag = "ask", request_body = views::Ask, responses(
     (status = 200, description = "The answer (sent when a person answers; whitespace keeps the connection alive until then)", body = views::AskOutcome),
     (status = 202, description = "With `\"wait\": false`: the question is asked; fetch the answer from /api/v1/interactions/{id}/answer", body = views::AskStarted),
-    (status = 409, description = "dialog_pending"),
+    (status = 409, description = "dialog_pending; `interaction_id` names the question that waits"),
     (status = 422, description = "validation_failed"),
     (status = 404, description = "not_found")), security(("api_key" = [])))]
 #[post("/api/v1/conversations/{cid}/ask")]
@@ -200,6 +215,7 @@ async fn ask(
     let rx = st.hub.api.subscribe();
     let r = st.store.insert_message(msg, None, vec![interaction]).await;
     posted(&st, &attachment, r).await?;
+    let interaction_id_header = interaction_id.clone();
     let waiter = Waiter {
         st: st.clone(),
         interaction_id,
@@ -225,5 +241,8 @@ async fn ask(
     Ok(HttpResponse::Ok()
         .content_type("application/json")
         .insert_header(("Cache-Control", "no-cache"))
+        // Known before the answer: a client whose connection is cut can
+        // re-attach with it.
+        .insert_header(("Blockhook-Interaction-Id", interaction_id_header))
         .streaming(body))
 }

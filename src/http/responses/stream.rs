@@ -255,7 +255,9 @@ pub async fn widget_stream(
         c.next()
             .await
             .map(|b| (Ok::<Bytes, actix_web::Error>(b), c))
-    });
+    })
+    // A shutdown ends the stream; the widget reconnects with Last-Event-ID.
+    .take_until(st.stopping.clone().cancelled_owned());
     Ok(HttpResponse::Ok()
         .content_type("text/event-stream")
         .insert_header(("Cache-Control", "no-cache"))

@@ -47,16 +47,18 @@ pub fn row_at(r: &PgRow, at: usize) -> Result<Interaction, sqlx::Error> {
 pub async fn insert(tx: &mut Tx<'_>, i: &NewInteraction, now_ms: i64) -> StoreResult<()> {
     if i.spec.ask {
         super::lock_conversation(tx, &i.conversation_id).await?;
-        let pending: Option<i32> = sqlx::query_scalar(
-            "SELECT 1 FROM interactions WHERE conversation_id = $1 AND is_ask = 1 AND status = 'pending'
+        let pending: Option<String> = sqlx::query_scalar(
+            "SELECT id FROM interactions WHERE conversation_id = $1 AND is_ask = 1 AND status = 'pending'
              AND (expires_at IS NULL OR expires_at > $2) LIMIT 1",
         )
         .bind(&i.conversation_id)
         .bind(now_ms)
         .fetch_optional(&mut **tx)
         .await?;
-        if pending.is_some() {
-            return Err(StoreError::Rejected(Rejection::DialogPending));
+        if let Some(interaction_id) = pending {
+            return Err(StoreError::Rejected(Rejection::DialogPending {
+                interaction_id,
+            }));
         }
     }
     sqlx::query(

@@ -42,16 +42,18 @@ pub fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Interaction> {
 
 pub fn insert(c: &Connection, i: &NewInteraction, now_ms: i64) -> StoreResult<()> {
     if i.spec.ask {
-        let pending: Option<i64> = c
+        let pending: Option<String> = c
             .query_row(
-                "SELECT 1 FROM interactions INDEXED BY interactions_pending_ask WHERE conversation_id = ?1 AND is_ask = 1 AND status = 'pending'
+                "SELECT id FROM interactions INDEXED BY interactions_pending_ask WHERE conversation_id = ?1 AND is_ask = 1 AND status = 'pending'
                  AND (expires_at IS NULL OR expires_at > ?2) LIMIT 1",
                 params![i.conversation_id, now_ms],
                 |r| r.get(0),
             )
             .optional()?;
-        if pending.is_some() {
-            return Err(StoreError::Rejected(Rejection::DialogPending));
+        if let Some(interaction_id) = pending {
+            return Err(StoreError::Rejected(Rejection::DialogPending {
+                interaction_id,
+            }));
         }
     }
     writer_cache::unsettle(&i.message_id);

@@ -67,6 +67,21 @@ async fn erasing_a_conversation_deletes_everything_in_it() {
         .await
         .expect("reply");
     assert_eq!(r.status(), 404, "its response_url");
+    // A new message or a deletion through it: not found either, never a 5xx.
+    for (body, key) in [
+        (json!({"text": "late", "replace_original": false}), None),
+        (json!({"text": "late", "replace_original": false}), Some("k1")),
+        (json!({"delete_original": true}), None),
+    ] {
+        let mut req = app.client.post(&url).json(&body);
+        if let Some(k) = key {
+            req = req.header("Idempotency-Key", k);
+        }
+        let r = req.send().await.expect("reply");
+        assert_eq!(r.status(), 404, "{body} through its response_url");
+        let p: Value = r.json().await.expect("problem");
+        assert_eq!(p["code"], "not_found");
+    }
     assert_eq!(erase(&app, &bot, &conv.id).await.status(), 404, "a second DELETE");
     let left = rows_left(&app, &conv.id, &events, &interactions).await;
     assert!(left.is_empty(), "rows left: {left:?}");

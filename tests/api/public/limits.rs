@@ -72,7 +72,10 @@ async fn new_conversations_are_limited_per_client_ip() {
     let before = count_rows(&app, "conversations").await;
     for _ in 0..5 {
         let secs = limited(app.post(&new_conversation_path(&bot.id), "", &json!({})).await).await;
-        assert!(secs <= 20, "one comes back every 20 s: {secs}");
+        assert!(
+            (59..=60).contains(&secs),
+            "the first of the three leaves the 60 s window: {secs}"
+        );
     }
     assert_eq!(count_rows(&app, "conversations").await, before, "nothing stored");
 }
