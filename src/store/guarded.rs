@@ -98,6 +98,18 @@ impl<S: Store> Accounts for Guarded<S> {
     ) -> BoxFut<'_, StoreResult<Page<Chatbot>>> {
         self.read(self.inner.list_chatbots(limit, cursor))
     }
+    fn list_conversations(
+        &self,
+        chatbot_id: &str,
+        limit: usize,
+        cursor: Option<String>,
+        now_ms: i64,
+    ) -> BoxFut<'_, StoreResult<Page<crate::store::ConversationSummary>>> {
+        self.read(
+            self.inner
+                .list_conversations(chatbot_id, limit, cursor, now_ms),
+        )
+    }
 }
 
 impl<S: Store> Conversations for Guarded<S> {

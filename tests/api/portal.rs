@@ -144,7 +144,7 @@ async fn a_session_shows_its_chatbot_only_and_a_read_only_one_changes_nothing() 
         assert_eq!(status, 200);
         assert_eq!(v["id"], a.id.as_str());
         // Nothing outside the deliveries: conversations, interactions, the admin's routes.
-        for path in ["/api/v1/interactions", "/api/v1/chatbots", &format!("/api/v1/conversations/conv_x/messages")] {
+        for path in ["/api/v1/interactions", "/api/v1/chatbots", "/api/v1/conversations/conv_x/messages"] {
             let (status, _) = call(&app, reqwest::Method::GET, path, s).await;
             assert_eq!(status, 401, "{path}");
         }
