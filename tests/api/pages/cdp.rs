@@ -139,6 +139,27 @@ impl Tab {
             .expect("network conditions");
     }
 
+    /// Presses and releases the Tab key, as a keyboard would.
+    pub async fn press_tab(&self) {
+        use chromiumoxide::cdp::browser_protocol::input::{
+            DispatchKeyEventParams, DispatchKeyEventType,
+        };
+        for kind in [
+            DispatchKeyEventType::RawKeyDown,
+            DispatchKeyEventType::KeyUp,
+        ] {
+            let p = DispatchKeyEventParams::builder()
+                .r#type(kind)
+                .key("Tab")
+                .code("Tab")
+                .windows_virtual_key_code(9)
+                .native_virtual_key_code(9)
+                .build()
+                .expect("key event");
+            self.page.execute(p).await.expect("key event");
+        }
+    }
+
     pub async fn screenshot(&self) -> Vec<u8> {
         self.page
             .screenshot(ScreenshotParams::builder().build())
