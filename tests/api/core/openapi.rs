@@ -111,6 +111,7 @@ async fn the_schemas_of_schemas_are_referenced_not_restated() {
     let file: Value = serde_json::from_str(include_str!("../../../schemas/blocks.schema.json")).unwrap();
     let mut button = file["$defs"]["button"].clone();
     button["properties"]["action_id"]["$ref"] = "#/components/schemas/Blocks_id".into();
+    button["properties"]["confirm"]["$ref"] = "#/components/schemas/Blocks_confirm".into();
     assert_eq!(s["Blocks_button"], button);
     // A stored message's blocks are the file's definitions with their state.
     assert_eq!(

@@ -72,6 +72,12 @@ pub struct Tab {
 }
 
 impl Tab {
+    /// Closes the tab, and with it its connections (a browser keeps at most
+    /// six to one host, and each open widget holds its live stream).
+    pub async fn close(self) {
+        let _ = self.page.close().await;
+    }
+
     /// The value of a script expression (a promise is awaited).
     pub async fn eval<T: DeserializeOwned>(&self, js: &str) -> T {
         let params = EvaluateParams::builder()
