@@ -3,6 +3,7 @@
 pub mod attachment;
 pub mod blocks;
 pub mod duration;
+pub mod endpoints;
 pub mod error;
 pub mod events;
 pub mod fields;

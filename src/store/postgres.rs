@@ -42,6 +42,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../migrations/postgres/0005_attachments.sql"),
     include_str!("../../migrations/postgres/0006_fillfactor.sql"),
     include_str!("../../migrations/postgres/0009_event_trace.sql"),
+    include_str!("../../migrations/postgres/0010_endpoints.sql"),
 ];
 
 pub struct PostgresStore {
