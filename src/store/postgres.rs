@@ -27,6 +27,7 @@ pub mod literal;
 mod messages;
 pub mod notify;
 mod queue;
+mod review;
 mod queued;
 mod rows;
 mod tx;
