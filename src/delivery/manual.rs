@@ -41,16 +41,14 @@ pub async fn send_now(st: &Services, bot: &Chatbot, event_id: &str) -> StoreResu
             .claim_event(&bot.id, event_id, now, now + lease.as_millis() as i64)
             .await?;
         if let Some(c) = claimed {
-            let http = match client::build(
-                st.config.delivery_timeout,
-                st.config.allow_private_webhooks,
-            ) {
-                Ok(http) => http,
-                Err(e) => {
-                    store.release_leases(Some(vec![c.event_id])).await?;
-                    return Err(StoreError::Backend(format!("outbound client: {e}")));
-                }
-            };
+            let http =
+                match client::build(st.config.delivery_timeout, st.config.allow_private_webhooks) {
+                    Ok(http) => http,
+                    Err(e) => {
+                        store.release_leases(Some(vec![c.event_id])).await?;
+                        return Err(StoreError::Backend(format!("outbound client: {e}")));
+                    }
+                };
             let rec = attempt::run(st, &http, bot, &c).await;
             let number = rec.number;
             store.record_attempts(vec![rec]).await?;

@@ -322,9 +322,8 @@ impl<S: Store> Review for Guarded<S> {
         now_ms: i64,
         lease_until: i64,
     ) -> BoxFut<'_, StoreResult<Option<Claimed>>> {
-        self.go(
-            self.inner
-                .claim_event(chatbot_id, event_id, now_ms, lease_until),
-        )
+        self.go(self
+            .inner
+            .claim_event(chatbot_id, event_id, now_ms, lease_until))
     }
 }

@@ -27,8 +27,8 @@ pub mod literal;
 mod messages;
 pub mod notify;
 mod queue;
-mod review;
 mod queued;
+mod review;
 mod rows;
 mod tx;
 

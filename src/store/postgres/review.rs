@@ -5,7 +5,8 @@ use super::*;
 
 /// A conversation by id, visitor id, a part of the visitor's name or of a
 /// message's text (any case).
-const SEARCH: &str = "SELECT c.id, c.chatbot_id, c.visitor_id, c.visitor_name, c.taken_over_by, c.created_at,
+const SEARCH: &str =
+    "SELECT c.id, c.chatbot_id, c.visitor_id, c.visitor_name, c.taken_over_by, c.created_at,
        (SELECT max(m.created_at) FROM messages m WHERE m.conversation_id = c.id AND m.deleted = 0),
        (SELECT count(*) FROM interactions i WHERE i.conversation_id = c.id AND i.status = 'pending'
           AND (i.expires_at IS NULL OR i.expires_at >= $2))

@@ -6,7 +6,8 @@ use super::*;
 
 /// A conversation by id, visitor id, a part of the visitor's name or of a
 /// message's text (`LIKE` is case-insensitive for ASCII in SQLite).
-const SEARCH: &str = "SELECT c.id, c.chatbot_id, c.visitor_id, c.visitor_name, c.taken_over_by, c.created_at,
+const SEARCH: &str =
+    "SELECT c.id, c.chatbot_id, c.visitor_id, c.visitor_name, c.taken_over_by, c.created_at,
        (SELECT max(m.created_at) FROM messages m WHERE m.conversation_id = c.id AND m.deleted = 0),
        (SELECT count(*) FROM interactions i WHERE i.conversation_id = c.id AND i.status = 'pending'
           AND (i.expires_at IS NULL OR i.expires_at >= ?2))
@@ -95,7 +96,10 @@ impl Review for SqliteStore {
                 return Ok(None);
             };
             // Written before it is sent, as a claim's lease is.
-            if let Err(e) = self.mark_leased(std::slice::from_ref(&c), lease_until).await {
+            if let Err(e) = self
+                .mark_leased(std::slice::from_ref(&c), lease_until)
+                .await
+            {
                 self.claims.lock().give_back(vec![c]);
                 return Err(e);
             }
