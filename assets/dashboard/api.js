@@ -61,3 +61,27 @@ export function idempotencyKey() {
   const b = crypto.getRandomValues(new Uint8Array(16));
   return [...b].map((x) => x.toString(16).padStart(2, "0")).join("");
 }
+
+/** A GET with the signed-in credential, as a plain Response (null when unreachable). */
+export async function authorizedFetch(path) {
+  try {
+    return await fetch(path, { headers: { ...actingHeaders(), Authorization: `Bearer ${session.get()}` }, cache: "no-store" });
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Sends event `id` now, whatever the endpoint's circuit breaker says
+ * (POST /api/v1/events/{id}/send-now); resolves to {ok, text, sent} for
+ * the page: the status code or error and the latency.
+ */
+export async function sendNow(id) {
+  const r = await api("POST", `/api/v1/events/${encodeURIComponent(id)}/send-now`);
+  if (!r.ok) return { ok: false, text: problem(r) };
+  const a = r.body.attempt;
+  if (!a) return { ok: false, pending: true, text: "Not sent yet: it waits behind an earlier event of its conversation, or the endpoint is disabled. It goes out with the queue." };
+  const good = a.status_code >= 200 && a.status_code < 300;
+  const answer = a.status_code === null ? (a.error || "no answer") : `${a.status_code}${good ? "" : ` (${a.error || "not accepted"})`}`;
+  return { ok: good, sent: r.body.sent, attempt: a, text: `${good ? "Accepted" : "Failed"}: ${answer} in ${a.duration_ms} ms (attempt #${a.number})` };
+}

@@ -1,10 +1,10 @@
 // One delivery: payload, the request headers each attempt actually sent
 // (stored with the attempt), every attempt's outcome, and Redeliver.
 
-import { api, problem } from "./api.js";
+import { api, problem, sendNow } from "./api.js";
 import { badge, h, pretty, stamp, when } from "./dom.js";
 
-export const HINT = "Choose a delivery in the list to see its payload, the request headers each attempt sent, the answers, and to redeliver it.";
+export const HINT = "Choose a delivery in the list to see its payload, the request headers each attempt sent, the answers, and to redeliver it (sent at once, whatever the circuit breaker says).";
 
 /** The stored headers of an attempt as [name, value] rows, in the order sent. */
 export function headerRows(headers) {
@@ -12,7 +12,7 @@ export function headerRows(headers) {
 }
 
 function headerBlock(rows) {
-  return h("pre", { class: "code headers" }, rows.map(([k, v]) => [h("span", { class: "hk" }, `${k}: `), `${v}\n`]));
+  return h("pre", { class: "code headers", tabindex: 0, "aria-label": "Request headers sent" }, rows.map(([k, v]) => [h("span", { class: "hk" }, `${k}: `), `${v}\n`]));
 }
 
 function attemptCard(a, open) {
@@ -25,7 +25,7 @@ function attemptCard(a, open) {
       h("span", { class: `code-chip ${ok ? "ok" : "bad"}` }, a.status_code === null ? "no answer" : a.status_code),
       h("span", { class: "muted" }, `${a.duration_ms} ms`)),
     a.error ? h("p", { class: "attempt-error" }, a.error) : null,
-    a.response_excerpt ? h("details", null, h("summary", null, "Response excerpt"), h("pre", { class: "code" }, a.response_excerpt)) : null,
+    a.response_excerpt ? h("details", null, h("summary", null, "Response excerpt"), h("pre", { class: "code", tabindex: 0, "aria-label": "Response excerpt" }, a.response_excerpt)) : null,
     h("details", { open, class: "sent-headers" }, h("summary", null, "Request headers sent"),
       rows.length ? headerBlock(rows) : h("p", { class: "muted small" }, "Nothing was sent on this attempt (see the error).")));
 }
@@ -35,6 +35,8 @@ export class Detail {
     this.el = el;
     this.onChange = onChange;
     this.id = null;
+    /** The last manual send's answer per event id, shown until another. */
+    this.sent = new Map();
     this.hint();
   }
 
@@ -61,7 +63,8 @@ export class Detail {
   }
 
   render(e) {
-    const note = h("p", { class: "note", role: "status" });
+    const last = this.sent.get(e.event_id);
+    const note = h("p", { class: last ? last.class : "note", role: "status" }, last ? last.text : "");
     const redeliver = h("button", { type: "button", class: "btn btn-primary", onclick: () => this.redeliver(e.event_id, redeliver, note) }, "Redeliver");
     const attempts = [...(e.attempts || [])].sort((a, b) => b.number - a.number);
     this.el.replaceChildren(
@@ -70,7 +73,7 @@ export class Detail {
         h("div", { class: "detail-actions" }, badge(e.status), redeliver)),
       note,
       h("h4", null, "Payload"),
-      h("pre", { class: "code payload" }, pretty(e.payload)),
+      h("pre", { class: "code payload", tabindex: 0, "aria-label": "Payload" }, pretty(e.payload)),
       h("h4", null, `Attempts (${attempts.length})`),
       ...(attempts.length
         ? attempts.map((a, i) => attemptCard(a, i === 0))
@@ -78,15 +81,17 @@ export class Detail {
     );
   }
 
+  /** Sends it now, whatever the circuit breaker says, and shows the answer. */
   async redeliver(id, button, note) {
     button.disabled = true;
-    const r = await api("POST", `/api/v1/events/${encodeURIComponent(id)}/redeliver`);
+    note.className = "note";
+    note.textContent = "Sending now…";
+    const s = await sendNow(id);
     button.disabled = false;
-    note.className = r.ok ? "note ok" : "note error";
-    note.textContent = r.ok ? "Queued: new attempts will follow with the same event id." : problem(r);
-    if (r.ok) {
-      this.onChange();
-      setTimeout(() => this.id === id && this.show(id), 1500);
-    }
+    const shown = { class: `note ${s.ok ? "ok" : "error"} redeliver-done`, text: s.attempt ? `Sent now under the same event id. ${s.text}` : s.text };
+    this.sent.set(id, shown);
+    note.className = shown.class;
+    note.textContent = shown.text;
+    this.onChange();
   }
 }

@@ -134,7 +134,7 @@ export class Inbox {
         files((p && p.attachments) || (i.context && i.context.attachments) || i.attachments),
         h("div", { class: "answer" }, this.controls(i, err)),
         err,
-        h("details", null, h("summary", null, "Payload"), h("pre", { class: "code" }, pretty(p)))));
+        h("details", null, h("summary", null, "Payload"), h("pre", { class: "code", tabindex: 0, "aria-label": "Payload" }, pretty(p)))));
     return card;
   }
 

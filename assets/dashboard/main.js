@@ -5,6 +5,7 @@
 import { actingHeaders, session, whenUnauthorized } from "./api.js";
 import { resolve, showChatbot } from "./account.js";
 import { Bulk } from "./bulk.js";
+import { Conversations } from "./conversations.js";
 import { Deliveries } from "./deliveries.js";
 import { Detail } from "./detail.js";
 import { Health } from "./health.js";
@@ -62,6 +63,11 @@ const health = new Health(
   { stats: $("health"), warning: $("health-warning"), note: $("health-note"), chart: $("latency-chart"), test: $("send-test"), testResult: $("test-result") },
   changed,
 );
+const conversations = new Conversations({ list: $("conversations"), more: $("conv-more"), search: $("conv-search"), error: $("conv-error"), transcript: $("transcript") });
+$("conv-filters").addEventListener("submit", (e) => {
+  e.preventDefault();
+  conversations.load(true);
+});
 const inbox = new Inbox({ list: $("inbox"), count: $("inbox-count"), error: $("inbox-error") }, changed);
 new Bulk({ open: $("redeliver-all"), panel: $("bulk-confirm"), result: $("bulk-result") }, changed);
 
@@ -100,7 +106,7 @@ async function open() {
   $("no-bots").hidden = true;
   $("app").hidden = false;
 
-  await Promise.all([deliveries.load(true), inbox.load(), health.load()]);
+  await Promise.all([deliveries.load(true), inbox.load(), health.load(), conversations.load(true)]);
 
   stopStream = openStream("/api/v1/stream", {
     token: session.get(),

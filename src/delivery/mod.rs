@@ -9,6 +9,7 @@
 pub mod attempt;
 pub mod breaker;
 pub mod client;
+pub mod manual;
 pub mod recorder;
 pub mod reply;
 pub mod retry;

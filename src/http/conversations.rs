@@ -106,15 +106,39 @@ async fn start(bot: Bot, st: web::Data<AppState>, body: JsonBody) -> ApiResult<H
     }))
 }
 
-/// This chatbot's conversations, newest first.
-#[utoipa::path(tag = "bot", operation_id = "bot_list_conversations", params(PageQuery), responses((status = 200, description = "Conversations, newest first", body = ConversationPage), (status = 422, description = "validation_failed")), security(("api_key" = [])))]
+/// `?q=&limit=&cursor=` of the conversations.
+#[derive(Debug, serde::Deserialize, utoipa::IntoParams)]
+pub struct ConversationsQuery {
+    /// Only conversations matching this (1 to 200 characters): a
+    /// conversation or visitor id, exactly; a part of the visitor's name or
+    /// of a message's text, in any case.
+    pub q: Option<String>,
+    pub limit: Option<String>,
+    pub cursor: Option<String>,
+}
+
+/// Longest search text.
+const MAX_QUERY: usize = 200;
+
+/// This chatbot's conversations, newest first; `q` searches them.
+#[utoipa::path(tag = "bot", operation_id = "bot_list_conversations", params(ConversationsQuery), responses((status = 200, description = "Conversations, newest first", body = ConversationPage), (status = 422, description = "validation_failed")), security(("api_key" = [])))]
 #[get("/api/v1/conversations")]
 async fn list(
     bot: Bot,
     st: web::Data<AppState>,
-    q: web::Query<PageQuery>,
+    q: web::Query<ConversationsQuery>,
 ) -> ApiResult<HttpResponse> {
     let q = q.into_inner();
+    let search = match q.q.map(|s| s.trim().to_string()) {
+        Some(s) if s.is_empty() || s.chars().count() > MAX_QUERY => {
+            return Err(ApiError::field(
+                "/q",
+                "invalid_value",
+                "q is 1 to 200 characters",
+            ));
+        }
+        other => other,
+    };
     let (limit, _) = PageQuery {
         limit: q.limit,
         cursor: None,
@@ -132,10 +156,18 @@ async fn list(
         None => None,
     };
     let now = st.now_ms();
-    let page = st
-        .store
-        .list_conversations(&bot.0.id, limit, cursor, now)
-        .await?;
+    let page = match search {
+        Some(query) => {
+            st.store
+                .search_conversations(&bot.0.id, query, limit, cursor, now)
+                .await?
+        }
+        None => {
+            st.store
+                .list_conversations(&bot.0.id, limit, cursor, now)
+                .await?
+        }
+    };
     let data = page
         .data
         .into_iter()

@@ -39,7 +39,7 @@ fn event_json(e: &EventSummary) -> Value {
     })
 }
 
-fn attempt_json(a: &AttemptRow) -> Value {
+pub(super) fn attempt_json(a: &AttemptRow) -> Value {
     let headers = a
         .request_headers
         .as_deref()

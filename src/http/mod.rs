@@ -18,6 +18,7 @@ pub mod ops;
 pub mod pages;
 pub mod portal;
 pub mod responses;
+pub mod send_now;
 pub mod views;
 pub mod widget;
 
@@ -49,6 +50,7 @@ pub fn routes(cfg: &mut utoipa_actix_web::service_config::ServiceConfig) {
     bot::routes(cfg);
     conversations::routes(cfg);
     events::routes(cfg);
+    send_now::routes(cfg);
     inbox::routes(cfg);
     ask::routes(cfg);
     responses::routes(cfg);

@@ -300,3 +300,30 @@ impl<S: Store> Lifecycle for Guarded<S> {
         self.bg(self.inner.purge_expired(now_ms))
     }
 }
+
+impl<S: Store> Review for Guarded<S> {
+    fn search_conversations(
+        &self,
+        chatbot_id: &str,
+        query: String,
+        limit: usize,
+        cursor: Option<String>,
+        now_ms: i64,
+    ) -> BoxFut<'_, StoreResult<Page<ConversationSummary>>> {
+        self.read(
+            self.inner
+                .search_conversations(chatbot_id, query, limit, cursor, now_ms),
+        )
+    }
+    fn claim_event(
+        &self,
+        chatbot_id: &str,
+        event_id: &str,
+        now_ms: i64,
+        lease_until: i64,
+    ) -> BoxFut<'_, StoreResult<Option<Claimed>>> {
+        self.go(self
+            .inner
+            .claim_event(chatbot_id, event_id, now_ms, lease_until))
+    }
+}

@@ -354,7 +354,7 @@ pub fn repeated_reply(stored: &str, body_hash: &str) -> StoreResult<ReplyOutcome
 /// write use cases inside them run one transaction script for both stores
 /// (see [`script`]).
 pub trait Store:
-    Accounts + Conversations + Inbox + Queue + Deliveries + Lifecycle + Send + Sync + 'static
+    Accounts + Conversations + Inbox + Queue + Deliveries + Lifecycle + Review + Send + Sync + 'static
 {
     /// Whether other instances may write this store too (PostgreSQL): then
     /// nothing an instance holds in memory is the whole truth — streams poll
@@ -572,6 +572,48 @@ pub trait Deliveries: Send + Sync {
     fn enqueue_event(&self, event: NewEvent) -> BoxFut<'_, StoreResult<()>>;
 }
 
+/// What a reviewer does from the dashboard: search conversations, and
+/// take one delivery out of the queue to send it now.
+pub trait Review: Send + Sync {
+    /// A chatbot's conversations matching `query` (a conversation or
+    /// visitor id, exactly; a part of the visitor's name or of a message's
+    /// text, any case), newest first; the cursor is the last id of a page.
+    fn search_conversations(
+        &self,
+        chatbot_id: &str,
+        query: String,
+        limit: usize,
+        cursor: Option<String>,
+        now_ms: i64,
+    ) -> BoxFut<'_, StoreResult<Page<ConversationSummary>>>;
+    /// Leases event `event_id` of `chatbot_id` until `lease_until` when it
+    /// is queued (`pending` or `failed`), heads its conversation, its
+    /// endpoint is not disabled and no one holds it; `None` otherwise. Its
+    /// attempt is then recorded with [`Queue::record_attempts`].
+    fn claim_event(
+        &self,
+        chatbot_id: &str,
+        event_id: &str,
+        now_ms: i64,
+        lease_until: i64,
+    ) -> BoxFut<'_, StoreResult<Option<Claimed>>>;
+}
+
+/// `query` as a `LIKE` pattern matching it anywhere, its wildcards
+/// escaped (with `ESCAPE '\'`).
+pub fn like_pattern(query: &str) -> String {
+    let mut out = String::with_capacity(query.len() + 2);
+    out.push('%');
+    for ch in query.chars() {
+        if matches!(ch, '%' | '_' | '\\') {
+            out.push('\\');
+        }
+        out.push(ch);
+    }
+    out.push('%');
+    out
+}
+
 /// Erasure and the retention purge.
 pub trait Lifecycle: Send + Sync {
     /// Erases conversation `conversation_id` of `chatbot_id` now, with
@@ -595,6 +637,12 @@ pub const PURGE_BATCH: usize = 500;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_search_pattern_escapes_the_wildcards() {
+        assert_eq!(like_pattern("50%_off\\"), "%50\\%\\_off\\\\%");
+        assert_eq!(like_pattern("Ada"), "%Ada%");
+    }
 
     #[test]
     fn an_attempt_leaves_its_event_in_the_status_stored_today() {

@@ -28,6 +28,7 @@ mod messages;
 pub mod notify;
 mod queue;
 mod queued;
+mod review;
 mod rows;
 mod tx;
 

@@ -28,6 +28,7 @@ mod interactions;
 mod lifecycle;
 mod messages;
 mod queue;
+mod review;
 mod rows;
 mod tx;
 mod writer;

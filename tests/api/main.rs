@@ -26,5 +26,6 @@ mod postgres_connect;
 mod postgres_wakeups;
 mod public;
 mod responses;
+mod review;
 mod schemas;
 mod store_faults;

@@ -177,6 +177,72 @@ const scenarios = {
     return out;
   },
 
+  /** Conversations searched and read, and a test event to a down endpoint, at 1280 and 360 px, with axe. */
+  async dashboard_review(browser) {
+    const out = {};
+    for (const size of [DESKTOP, NARROW]) {
+      const page = await (await browser.newContext({ viewport: size })).newPage();
+      const errors = [];
+      page.on("pageerror", (e) => errors.push(String(e)));
+      await page.goto(`${input.url}/dashboard`);
+      await page.fill("#api-key", input.token);
+      await page.click("#login-form button[type=submit]");
+      await page.waitForSelector("#conversations button.conv-row", { timeout: WAIT });
+      const rows = () => page.locator("#conversations button.conv-row").evaluateAll((bs) => bs.map((b) => b.dataset.conversationId));
+      const r = { listed: await rows(), searches: {} };
+      for (const [name, q] of Object.entries(input.searches)) {
+        await page.fill("#conv-search", q);
+        await page.waitForFunction((want) => {
+          const ids = [...document.querySelectorAll("#conversations button.conv-row")].map((b) => b.dataset.conversationId);
+          return JSON.stringify(ids) === JSON.stringify(want);
+        }, input.expect[name], { timeout: WAIT }).catch(() => {});
+        r.searches[name] = await rows();
+      }
+      await page.fill("#conv-search", "no such words anywhere");
+      await page.waitForSelector("#conversations li.empty", { timeout: WAIT });
+      r.noMatch = await page.locator("#conversations li.empty").innerText();
+      await page.fill("#conv-search", "");
+      await page.waitForSelector(`#conversations button[data-conversation-id="${input.open}"]`, { timeout: WAIT });
+      await page.click(`#conversations button[data-conversation-id="${input.open}"]`);
+      await page.waitForSelector("#transcript ol.transcript li.t-msg", { timeout: WAIT });
+      r.transcript = await page.locator("#transcript li.t-msg").evaluateAll((ms) => ms.map((m) => ({
+        from: [...m.classList].find((c) => c.startsWith("from-")),
+        text: m.querySelector(".t-text")?.textContent || null,
+        states: [...m.querySelectorAll(".t-block")].map((b) => [b.dataset.state, b.querySelector(".t-state").textContent]),
+        chosen: [...m.querySelectorAll(".t-button.chosen")].map((b) => b.firstChild.textContent),
+      })));
+      await page.click(`#conversations button[data-conversation-id="${input.closed}"]`);
+      await page.waitForFunction(() => document.querySelector("#transcript .t-block[data-state=closed]"), null, { timeout: WAIT });
+      r.closedState = await page.locator("#transcript .t-block[data-state=closed] .t-state").first().innerText();
+      await page.click(`#conversations button[data-conversation-id="${input.open}"]`);
+      await page.waitForSelector("#transcript .t-block[data-state=answered]", { timeout: WAIT });
+
+      // "Send test event" to a down endpoint: its error, at once.
+      const started = Date.now();
+      await page.click("#send-test");
+      await page.waitForSelector("#test-result.test-done", { timeout: WAIT });
+      r.testMs = Date.now() - started;
+      r.testResult = await page.locator("#test-result").innerText();
+      await page.waitForSelector("#deliveries tr.event-row", { timeout: WAIT });
+      // Redeliver from the detail: sent now, the answer shown.
+      await page.locator("#deliveries tr.event-row").first().click();
+      await page.waitForSelector("#detail .detail-actions .btn-primary", { timeout: WAIT });
+      const redeliverStarted = Date.now();
+      await page.click("#detail .detail-actions .btn-primary");
+      await page.waitForSelector("#detail p.note.redeliver-done", { timeout: WAIT });
+      r.redeliverMs = Date.now() - redeliverStarted;
+      r.redeliverResult = await page.locator("#detail p.note.redeliver-done").innerText();
+      r.overflow = await overflow(page);
+      r.axe = await axe(page);
+      r.pageErrors = errors;
+      await page.evaluate(() => document.getElementById("conversations-title").scrollIntoView());
+      await shot(page, `dashboard-conversations-${size.width}.png`);
+      out[size.width] = r;
+      await page.context().close();
+    }
+    return out;
+  },
+
   /** The dashboard signed in, for axe. */
   async dashboard_axe(browser) {
     const out = {};

@@ -25,6 +25,16 @@ const QUEUED: i64 = i64::MAX;
 /// be delivered, recorded and released before the offer queued it again).
 const RESERVED: i64 = i64::MAX - 1;
 
+/// What [`Claims::take_one`] found.
+pub enum One {
+    /// Not queued nor leased: the table says whether it can be sent.
+    Free,
+    /// Taken out of the queue, leased.
+    Queued(Claimed),
+    /// Queued for a send already starting, or leased.
+    Held,
+}
+
 /// `Default`: a (re)started process scans first (`cold_due_at` 0): the
 /// table may hold a backlog.
 #[derive(Default)]
@@ -177,6 +187,26 @@ impl Claims {
         out
     }
 
+    /// Whether event `event_id` may be leased for a manual send, and if it
+    /// waited in the queue, the delivery taken out of it (leased until
+    /// `lease_until`). A reserved or leased event is someone else's.
+    pub fn take_one(&mut self, event_id: &str, lease_until: i64) -> One {
+        match self.leases.get(event_id) {
+            None => One::Free,
+            Some(&QUEUED) => match self.hot.iter().position(|c| c.event_id == event_id) {
+                Some(i) => match self.hot.remove(i) {
+                    Some(c) => {
+                        self.leases.insert(c.event_id.clone(), lease_until);
+                        One::Queued(c)
+                    }
+                    None => One::Held,
+                },
+                None => One::Held,
+            },
+            Some(_) => One::Held,
+        }
+    }
+
     /// Whether the table is to be scanned now, leaving out `skip`.
     pub fn cold_due(&self, now_ms: i64, skip: &[String]) -> bool {
         now_ms >= self.cold_due_at || self.skipped_by_scan.iter().any(|b| !skip.contains(b))
@@ -326,6 +356,18 @@ mod tests {
         c.unreserve(["b"]);
         assert!(!c.leases.contains_key("b"));
         assert!(c.cold_due(1, &[]), "a scan looks for it");
+    }
+
+    #[test]
+    fn one_event_is_taken_out_of_the_queue_for_a_manual_send() {
+        let mut c = Claims::default();
+        c.offer([ev("a", "b1"), ev("b", "b1")]);
+        assert!(matches!(c.take_one("b", 50), One::Queued(x) if x.event_id == "b"));
+        assert!(matches!(c.take_one("b", 50), One::Held), "leased now");
+        assert!(matches!(c.take_one("z", 50), One::Free));
+        let rest = c.take_hot(10, &[], 60);
+        assert_eq!(rest.len(), 1);
+        assert_eq!(rest[0].event_id, "a");
     }
 
     #[test]

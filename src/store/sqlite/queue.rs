@@ -97,7 +97,7 @@ impl SqliteStore {
     /// One process owns the file, so the lease itself lives in memory
     /// (`claims`); the table's copy says, after a crash, which deliveries
     /// may have been sent.
-    async fn mark_leased(&self, claimed: &[Claimed], until: i64) -> StoreResult<()> {
+    pub(super) async fn mark_leased(&self, claimed: &[Claimed], until: i64) -> StoreResult<()> {
         if claimed.is_empty() {
             return Ok(());
         }

@@ -1,0 +1,109 @@
+//! What a reviewer does from the dashboard: conversations searched, and one
+//! delivery taken out of the queue to be sent now.
+
+use super::claims::One;
+use super::*;
+
+/// A conversation by id, visitor id, a part of the visitor's name or of a
+/// message's text (`LIKE` is case-insensitive for ASCII in SQLite).
+const SEARCH: &str =
+    "SELECT c.id, c.chatbot_id, c.visitor_id, c.visitor_name, c.taken_over_by, c.created_at,
+       (SELECT max(m.created_at) FROM messages m WHERE m.conversation_id = c.id AND m.deleted = 0),
+       (SELECT count(*) FROM interactions i WHERE i.conversation_id = c.id AND i.status = 'pending'
+          AND (i.expires_at IS NULL OR i.expires_at >= ?2))
+     FROM conversations c WHERE c.chatbot_id = ?1 AND (?3 IS NULL OR c.id < ?3)
+       AND (c.id = ?4 OR c.visitor_id = ?4 OR c.visitor_name LIKE ?5 ESCAPE '\\'
+            OR EXISTS (SELECT 1 FROM messages m WHERE m.conversation_id = c.id AND m.deleted = 0
+                       AND json_extract(m.doc, '$.text') LIKE ?5 ESCAPE '\\'))
+     ORDER BY c.id DESC LIMIT ?6";
+
+impl Review for SqliteStore {
+    fn search_conversations(
+        &self,
+        chatbot_id: &str,
+        query: String,
+        limit: usize,
+        cursor: Option<String>,
+        now_ms: i64,
+    ) -> BoxFut<'_, StoreResult<Page<ConversationSummary>>> {
+        let pattern = like_pattern(&query);
+        let r = self.read(|c| {
+            c.prepare_cached(SEARCH)?
+                .query_map(
+                    params![chatbot_id, now_ms, cursor, query, pattern, limit as i64 + 1],
+                    |r| {
+                        Ok(ConversationSummary {
+                            conversation: conversation_row(r)?,
+                            last_message_at: r.get(6)?,
+                            pending_interactions: r.get(7)?,
+                        })
+                    },
+                )?
+                .collect::<rusqlite::Result<Vec<_>>>()
+        });
+        Box::pin(async move { Ok(page_by_key(r?, limit, |s| s.conversation.id.clone())) })
+    }
+
+    fn claim_event(
+        &self,
+        chatbot_id: &str,
+        event_id: &str,
+        now_ms: i64,
+        lease_until: i64,
+    ) -> BoxFut<'_, StoreResult<Option<Claimed>>> {
+        // Leases live in memory (see `claims`): the event is taken there,
+        // under the same lock a claim holds, so no claim hands it out too.
+        let mut cl = self.claims.lock();
+        cl.expire(now_ms);
+        let got = match cl.take_one(event_id, lease_until) {
+            One::Held => Ok(None),
+            One::Queued(c) if c.chatbot_id == chatbot_id => Ok(Some(c)),
+            One::Queued(c) => {
+                cl.give_back(vec![c]);
+                Ok(None)
+            }
+            One::Free => self
+                .read(|c| {
+                    c.prepare_cached(
+                        "SELECT seq, id, chatbot_id, conversation_id, payload, attempts, attempt_base, traceparent FROM events
+                         WHERE id = ?1 AND chatbot_id = ?2 AND is_head = 1 AND status IN ('pending', 'failed')
+                           AND chatbot_id NOT IN (SELECT id FROM chatbots WHERE endpoint_disabled = 1)",
+                    )?
+                    .query_row(params![event_id, chatbot_id], |r| {
+                        Ok(Claimed {
+                            seq: r.get(0)?,
+                            event_id: r.get(1)?,
+                            chatbot_id: r.get(2)?,
+                            conversation_id: r.get(3)?,
+                            payload: bytes::Bytes::from(r.get::<_, Vec<u8>>(4)?),
+                            attempts: r.get(5)?,
+                            attempt_base: r.get(6)?,
+                            trace: r.get(7)?,
+                            bot: None,
+                        })
+                    })
+                    .optional()
+                })
+                .inspect(|found| {
+                    if let Some(c) = found {
+                        cl.leases.insert(c.event_id.clone(), lease_until);
+                    }
+                }),
+        };
+        drop(cl);
+        Box::pin(async move {
+            let Some(c) = got? else {
+                return Ok(None);
+            };
+            // Written before it is sent, as a claim's lease is.
+            if let Err(e) = self
+                .mark_leased(std::slice::from_ref(&c), lease_until)
+                .await
+            {
+                self.claims.lock().give_back(vec![c]);
+                return Err(e);
+            }
+            Ok(Some(c))
+        })
+    }
+}
