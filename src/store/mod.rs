@@ -3,6 +3,7 @@
 
 pub mod cache;
 pub mod circuit;
+pub mod fanout;
 pub mod guarded;
 pub mod postgres;
 pub mod script;
@@ -232,14 +233,27 @@ pub enum AttemptNext {
     Dead,
     /// The endpoint said `410 Gone`: disable it; the delivery waits.
     EndpointGone,
+    /// The default endpoint's event types or filter do not take the event:
+    /// nothing was sent, no attempt is recorded, and the conversation's
+    /// next event becomes the head as after a success.
+    Skipped,
 }
 
 impl AttemptNext {
+    /// The status stored for the event or delivery after the attempt:
+    /// [`Self::status`], or `skipped`.
+    pub fn status_str(self) -> &'static str {
+        match self {
+            AttemptNext::Skipped => "skipped",
+            other => other.status().as_str(),
+        }
+    }
+
     /// The event's status after the attempt: a retry or a disabled endpoint
     /// leaves it `failed` (still queued).
     pub fn status(self) -> EventStatus {
         match self {
-            AttemptNext::Succeeded => EventStatus::Succeeded,
+            AttemptNext::Succeeded | AttemptNext::Skipped => EventStatus::Succeeded,
             AttemptNext::Dead => EventStatus::Dead,
             AttemptNext::RetryAt(_) | AttemptNext::EndpointGone => EventStatus::Failed,
         }
@@ -354,7 +368,16 @@ pub fn repeated_reply(stored: &str, body_hash: &str) -> StoreResult<ReplyOutcome
 /// write use cases inside them run one transaction script for both stores
 /// (see [`script`]).
 pub trait Store:
-    Accounts + Conversations + Inbox + Queue + Deliveries + Lifecycle + Send + Sync + 'static
+    Accounts
+    + Conversations
+    + Inbox
+    + Queue
+    + Deliveries
+    + Lifecycle
+    + fanout::Fanout
+    + Send
+    + Sync
+    + 'static
 {
     /// Whether other instances may write this store too (PostgreSQL): then
     /// nothing an instance holds in memory is the whole truth — streams poll

@@ -19,6 +19,7 @@ mod chatbots;
 pub mod connect;
 mod dashboard;
 mod events;
+mod fanout;
 mod inbox;
 mod interactions;
 mod lifecycle;

@@ -23,6 +23,7 @@ mod checkpoint;
 mod claims;
 mod dashboard;
 mod events;
+mod fanout;
 mod inbox;
 mod interactions;
 mod lifecycle;
