@@ -4,6 +4,7 @@
 pub mod cache;
 pub mod circuit;
 pub mod fanout;
+pub mod endpoints;
 pub mod guarded;
 pub mod postgres;
 pub mod script;
@@ -20,6 +21,8 @@ use crate::domain::interact::Action;
 use crate::domain::model::{Chatbot, Conversation, Message, Person};
 use crate::domain::origins::AllowedOrigins;
 use crate::domain::status::{EventStatus, InteractionStatus};
+
+pub use endpoints::Endpoints;
 
 pub type BoxFut<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
@@ -374,6 +377,7 @@ pub trait Store:
     + Queue
     + Deliveries
     + Lifecycle
+    + Endpoints
     + fanout::Fanout
     + Send
     + Sync
