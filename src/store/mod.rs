@@ -3,8 +3,8 @@
 
 pub mod cache;
 pub mod circuit;
-pub mod fanout;
 pub mod endpoints;
+pub mod fanout;
 pub mod guarded;
 pub mod postgres;
 pub mod script;

@@ -44,7 +44,10 @@ pub async fn count(app: &TestApp, q: &str) -> i64 {
         blockhook::config::Database::Postgres(u) => {
             use sqlx::Connection;
             let mut c = sqlx::PgConnection::connect(u).await.expect("connect");
-            sqlx::query_scalar(q).fetch_one(&mut c).await.expect("query")
+            sqlx::query_scalar(q)
+                .fetch_one(&mut c)
+                .await
+                .expect("query")
         }
     }
 }
@@ -112,7 +115,7 @@ pub async fn set_enabled(app: &TestApp, ep: &Ep, on: bool) {
 }
 
 /// A message with buttons `approve` and `reject` that stay clickable.
-async fn two_buttons(app: &TestApp, bot: &Bot, conv: &crate::helpers::Conv) -> String {
+pub(super) async fn two_buttons(app: &TestApp, bot: &Bot, conv: &crate::helpers::Conv) -> String {
     let m = app
         .bot_message(
             bot,
@@ -126,7 +129,7 @@ async fn two_buttons(app: &TestApp, bot: &Bot, conv: &crate::helpers::Conv) -> S
     m["id"].as_str().expect("message id").to_string()
 }
 
-async fn click(app: &TestApp, conv: &crate::helpers::Conv, mid: &str, action: &str) {
+pub(super) async fn click(app: &TestApp, conv: &crate::helpers::Conv, mid: &str, action: &str) {
     let r = app.click(conv, mid, "b1", action).await;
     assert_eq!(r.status(), 200, "{}", r.text().await.unwrap_or_default());
 }
