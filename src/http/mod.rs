@@ -9,6 +9,7 @@ pub mod check;
 pub mod conns;
 pub mod conversations;
 pub mod cors;
+pub mod endpoints;
 pub mod events;
 pub mod extract;
 pub mod guard;
@@ -49,6 +50,7 @@ pub fn routes(cfg: &mut utoipa_actix_web::service_config::ServiceConfig) {
     bot::routes(cfg);
     conversations::routes(cfg);
     events::routes(cfg);
+    endpoints::routes(cfg);
     inbox::routes(cfg);
     ask::routes(cfg);
     responses::routes(cfg);

@@ -3,7 +3,9 @@
 
 pub mod cache;
 pub mod circuit;
+pub mod endpoints;
 mod event_detail;
+pub mod fanout;
 pub mod guarded;
 pub mod postgres;
 pub mod script;
@@ -22,6 +24,8 @@ use crate::domain::interact::Action;
 use crate::domain::model::{Chatbot, Conversation, Message, Person};
 use crate::domain::origins::AllowedOrigins;
 use crate::domain::status::{EventStatus, InteractionStatus};
+
+pub use endpoints::Endpoints;
 
 pub type BoxFut<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
@@ -235,14 +239,27 @@ pub enum AttemptNext {
     Dead,
     /// The endpoint said `410 Gone`: disable it; the delivery waits.
     EndpointGone,
+    /// The default endpoint's event types or filter do not take the event:
+    /// nothing was sent, no attempt is recorded, and the conversation's
+    /// next event becomes the head as after a success.
+    Skipped,
 }
 
 impl AttemptNext {
+    /// The status stored for the event or delivery after the attempt:
+    /// [`Self::status`], or `skipped`.
+    pub fn status_str(self) -> &'static str {
+        match self {
+            AttemptNext::Skipped => "skipped",
+            other => other.status().as_str(),
+        }
+    }
+
     /// The event's status after the attempt: a retry or a disabled endpoint
     /// leaves it `failed` (still queued).
     pub fn status(self) -> EventStatus {
         match self {
-            AttemptNext::Succeeded => EventStatus::Succeeded,
+            AttemptNext::Succeeded | AttemptNext::Skipped => EventStatus::Succeeded,
             AttemptNext::Dead => EventStatus::Dead,
             AttemptNext::RetryAt(_) | AttemptNext::EndpointGone => EventStatus::Failed,
         }
@@ -363,7 +380,17 @@ pub fn repeated_reply(stored: &str, body_hash: &str) -> StoreResult<ReplyOutcome
 /// write use cases inside them run one transaction script for both stores
 /// (see [`script`]).
 pub trait Store:
-    Accounts + Conversations + Inbox + Queue + Deliveries + Lifecycle + Send + Sync + 'static
+    Accounts
+    + Conversations
+    + Inbox
+    + Queue
+    + Deliveries
+    + Lifecycle
+    + Endpoints
+    + fanout::Fanout
+    + Send
+    + Sync
+    + 'static
 {
     /// Whether other instances may write this store too (PostgreSQL): then
     /// nothing an instance holds in memory is the whole truth — streams poll
