@@ -11,6 +11,7 @@ mod loading;
 mod portal;
 mod rich_blocks;
 mod site;
+mod widget_link;
 mod widget_use;
 
 use crate::helpers::{TestApp, spawn_app};
