@@ -1,6 +1,6 @@
 //! OTLP/HTTP export of spans (§16), only when `--otlp-endpoint` (or the
 //! standard `OTEL_EXPORTER_OTLP_ENDPOINT`) is given: the accepting request's
-//! span and each delivery attempt's, through `tracing` and
+//! span, each store commit's and each delivery attempt's, through `tracing` and
 //! `tracing-opentelemetry`, batched on the tokio runtime and flushed on a
 //! graceful stop.
 //!
@@ -10,18 +10,19 @@
 //! and sent on each webhook POST are those of the exported spans, so the
 //! trace a collector shows is the one a receiver sees.
 
+use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use opentelemetry::trace::{
-    SpanContext, SpanId, Status, TraceContextExt, TraceFlags, TraceId, TraceState,
-    TracerProvider as _,
+    Span as _, SpanContext, SpanId, SpanKind, Status, TraceContextExt, TraceFlags, TraceId,
+    TraceState, Tracer as _, TracerProvider as _,
 };
 use opentelemetry::{Context, KeyValue};
 use opentelemetry_otlp::{WithExportConfig, WithHttpConfig};
 use opentelemetry_sdk::Resource;
-use opentelemetry_sdk::trace::SdkTracerProvider;
 use opentelemetry_sdk::trace::span_processor_with_async_runtime::BatchSpanProcessor;
+use opentelemetry_sdk::trace::{SdkTracer, SdkTracerProvider};
 use tracing_opentelemetry::OpenTelemetrySpanExt;
 use tracing_subscriber::Layer as _;
 
@@ -37,6 +38,8 @@ const EXPORT_TIMEOUT: Duration = Duration::from_secs(10);
 const FLUSH_TIMEOUT: Duration = Duration::from_secs(5);
 
 static ENABLED: AtomicBool = AtomicBool::new(false);
+/// The tracer of the spans made after the fact (store commits).
+static TRACER: OnceLock<SdkTracer> = OnceLock::new();
 
 /// Whether spans are exported (an endpoint was configured and the exporter
 /// installed). False means no span is made at all.
@@ -110,6 +113,7 @@ where
         )
         .build();
     let tracer = provider.tracer("blockhook");
+    let _ = TRACER.set(tracer.clone());
     // Only this crate's spans: log events stay log lines.
     let layer = tracing_opentelemetry::layer()
         .with_tracer(tracer)
@@ -235,6 +239,27 @@ pub fn end_attempt(span: &tracing::Span, status: Option<u16>, error: Option<&str
         s.set_attribute(KeyValue::new("error.type", code.clone()));
         s.set_status(Status::error(code));
     }
+}
+
+/// A store commit that just took `took`: a span of its own, the child of
+/// the request being served when the commit is that request's, else a
+/// trace of its own (a batch of several requests' writes).
+pub fn store_commit(took: Duration) {
+    if !enabled() {
+        return;
+    }
+    let Some(tracer) = TRACER.get() else {
+        return;
+    };
+    let end = SystemTime::now();
+    let start = end.checked_sub(took).unwrap_or(end);
+    let parent = tracing::Span::current().context();
+    let mut span = tracer
+        .span_builder("store commit")
+        .with_kind(SpanKind::Internal)
+        .with_start_time(start)
+        .start_with_context(tracer, &parent);
+    span.end_with_timestamp(end);
 }
 
 #[cfg(test)]

@@ -1,6 +1,6 @@
 //! OTLP/HTTP export from a real `blockhook serve` to a real collector on
 //! loopback (decoded with the OTLP protobuf definitions): a click's request
-//! span and its delivery attempt's span arrive, share the trace id the
+//! span, store commits' spans and its delivery attempt's span arrive, share the trace id the
 //! webhook receiver saw in `traceparent`, and the attempt's parent is the
 //! click's span; a caller's `traceparent` is continued. Without an
 //! endpoint nothing is sent. (The store plays no part: SQLite only.)
@@ -245,6 +245,14 @@ async fn a_click_and_its_delivery_are_exported_as_one_trace_and_flushed_on_stop(
     let (request, _) = check_click(&spans, &fresh, &fresh_id, &bot.id);
     assert!(request.parent_span_id.is_empty(), "a root span");
     assert_ne!(hex(&request.trace_id), CALLER_TRACE);
+
+    // Store commits are spans too.
+    let commit = spans
+        .iter()
+        .find(|s| s.name == "store commit")
+        .unwrap_or_else(|| panic!("no store commit span in {spans:#?}"));
+    assert_eq!(commit.kind, SpanKind::Internal as i32);
+    assert!(commit.end_time_unix_nano >= commit.start_time_unix_nano);
     collector.stop().await;
 }
 
