@@ -133,13 +133,21 @@ impl Exporter {
     pub async fn shutdown(self) {
         ENABLED.store(false, Ordering::Relaxed);
         let provider = self.provider;
-        let done =
-            tokio::task::spawn_blocking(move || provider.shutdown_with_timeout(FLUSH_TIMEOUT))
-                .await;
+        // The processor's own shutdown waits for the export however long
+        // it takes: the stop waits at most FLUSH_TIMEOUT.
+        let done = tokio::time::timeout(
+            FLUSH_TIMEOUT,
+            tokio::task::spawn_blocking(move || provider.shutdown_with_timeout(FLUSH_TIMEOUT)),
+        )
+        .await;
         match done {
-            Ok(Ok(())) => {}
-            Ok(Err(e)) => tracing::warn!(error = %e, "the last spans could not be exported"),
-            Err(e) => tracing::warn!(error = %e, "the span exporter did not stop"),
+            Ok(Ok(Ok(()))) => {}
+            Ok(Ok(Err(e))) => tracing::warn!(error = %e, "the last spans could not be exported"),
+            Ok(Err(e)) => tracing::warn!(error = %e, "the span exporter did not stop"),
+            Err(_) => tracing::warn!(
+                timeout = ?FLUSH_TIMEOUT,
+                "the last spans were not exported in time; stopping without them"
+            ),
         }
     }
 }
