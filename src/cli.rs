@@ -50,6 +50,7 @@ Examples:
   blockhook --addr 0.0.0.0:8080 --public-url https://hooks.example.com
   blockhook --database postgres://app:secret@db:5432/blockhook --trusted-proxy 10.0.0.0/8
   blockhook --log-format json                JSON log lines (the default off a terminal)
+  blockhook --otlp-endpoint http://127.0.0.1:4318   spans to an OpenTelemetry collector
   blockhook ask conv_01J… \"Deploy?\"        ask a person, exit with the answer
 
 Exit codes of serve:

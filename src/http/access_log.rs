@@ -1,7 +1,8 @@
 //! Every request: its trace position (the caller's `traceparent` continued,
-//! or a new trace; an exported span when OTLP export is on), its id (`X-Request-Id`, echoed), its metrics by route
-//! pattern, and one log line at INFO — method, route, path, status, whole
-//! milliseconds, request id, trace id. The query string is never logged (it
+//! or a new trace; an exported span when OTLP export is on), its id
+//! (`X-Request-Id`, echoed), its metrics by route pattern, and one log line
+//! at INFO — method, route, path, status, whole milliseconds, request id,
+//! trace id. The query string is never logged (it
 //! may carry a cursor or a filter someone considers private), and a
 //! response_url's path is its credential: its token is replaced by `…`.
 
