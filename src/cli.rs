@@ -50,6 +50,7 @@ Examples:
   blockhook --addr 0.0.0.0:8080 --public-url https://hooks.example.com
   blockhook --database postgres://app:secret@db:5432/blockhook --trusted-proxy 10.0.0.0/8
   blockhook --log-format json                JSON log lines (the default off a terminal)
+  blockhook --otlp-endpoint http://127.0.0.1:4318   spans to an OpenTelemetry collector
   blockhook ask conv_01J… \"Deploy?\"        ask a person, exit with the answer
 
 Exit codes of serve:
@@ -130,8 +131,66 @@ pub async fn run() -> Result<i32, String> {
         None => cli.serve,
     };
     let format = crate::telemetry::logs::resolve(args.log_format);
-    init_logs(format);
-    Ok(serve(args, format).await)
+    let otlp = crate::telemetry::otlp::endpoint(
+        args.otlp_endpoint.as_deref(),
+        std::env::var(crate::telemetry::otlp::OTEL_ENDPOINT_VAR)
+            .ok()
+            .as_deref(),
+    );
+    let exporter = match otlp {
+        Ok(None) => {
+            init_logs(format);
+            None
+        }
+        Ok(Some(url)) => match init_logs_with_otlp(format, &url) {
+            Ok(e) => Some(e),
+            Err(e) => return Ok(fail(StartError::Config(e), format)),
+        },
+        Err(e) => {
+            init_logs(format);
+            return Ok(fail(StartError::Config(e), format));
+        }
+    };
+    let code = serve(args, format).await;
+    if let Some(e) = exporter {
+        e.shutdown().await;
+    }
+    Ok(code)
+}
+
+/// [`init_logs`] with the OTLP span exporter beside the log: the log's
+/// lines are the same (no span prefix, no span fields), the exporter sees
+/// this crate's spans only.
+fn init_logs_with_otlp(
+    format: LogFormat,
+    url: &str,
+) -> Result<crate::telemetry::otlp::Exporter, String> {
+    use tracing_subscriber::filter::{FilterExt, filter_fn};
+    use tracing_subscriber::prelude::*;
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| "blockhook=info,warn".into())
+        .and(filter_fn(|m| !m.is_span()));
+    let (exporter, otel) = crate::telemetry::otlp::build(url)?;
+    let registry = tracing_subscriber::registry().with(otel);
+    let fmt = tracing_subscriber::fmt::layer().with_writer(std::io::stderr);
+    let _ = match format {
+        LogFormat::Json => registry
+            .with(
+                fmt.json()
+                    .flatten_event(true)
+                    .with_current_span(false)
+                    .with_span_list(false)
+                    .with_filter(filter),
+            )
+            .try_init(),
+        LogFormat::Text => registry
+            .with(
+                fmt.with_ansi(std::io::stderr().is_terminal())
+                    .with_filter(filter),
+            )
+            .try_init(),
+    };
+    Ok(exporter)
 }
 
 /// Runs the service; the exit code says how it ended (0 after a clean

@@ -134,6 +134,12 @@ pub struct ServeArgs {
     /// a line, for log shippers (default: JSON unless on a terminal).
     #[arg(long, env = "BLOCKHOOK_LOG_FORMAT", value_enum)]
     pub log_format: Option<LogFormat>,
+    /// Export spans (requests, delivery attempts) over OTLP/HTTP to this
+    /// collector base URL, e.g. http://127.0.0.1:4318 (`/v1/traces` is
+    /// added); the standard OTEL_EXPORTER_OTLP_ENDPOINT is read when unset.
+    /// Without either nothing is exported.
+    #[arg(long, env = "BLOCKHOOK_OTLP_ENDPOINT")]
+    pub otlp_endpoint: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]

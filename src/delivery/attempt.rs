@@ -77,7 +77,21 @@ pub async fn run_to(
         request_headers: None,
         next: AttemptNext::Succeeded,
     };
-    match send(st, client, to, c, number, &mut rec.request_headers).await {
+    // The attempt's span: exported when OTLP export is on, else only its
+    // position in the trace, for the `traceparent` header.
+    let span = crate::telemetry::otlp::enabled().then(|| {
+        crate::telemetry::otlp::attempt_span(
+            c.trace.as_deref(),
+            &c.event_id,
+            &to.endpoint_id,
+            number,
+        )
+    });
+    let trace = span
+        .as_ref()
+        .and_then(|(_, at)| *at)
+        .unwrap_or_else(|| attempt_trace(c.trace.as_deref()));
+    match send(st, client, to, c, number, trace, &mut rec.request_headers).await {
         Ok(mut resp) => {
             let status = resp.status();
             rec.status_code = Some(status.as_u16());
@@ -148,6 +162,9 @@ pub async fn run_to(
         error = rec.error.as_deref().and_then(|e| e.split(':').next()),
         "delivery attempt"
     );
+    if let Some((s, _)) = &span {
+        crate::telemetry::otlp::end_attempt(s, rec.status_code, rec.error.as_deref());
+    }
     let counted = match rec.next {
         AttemptNext::Succeeded | AttemptNext::Skipped => Outcome::Succeeded,
         AttemptNext::Dead => Outcome::Dead,
@@ -197,6 +214,7 @@ async fn send(
     to: &Target<'_>,
     c: &Claimed,
     number: u32,
+    trace: TraceParent,
     sent_headers: &mut Option<String>,
 ) -> Result<reqwest::Response, String> {
     // Parsed once: the checked URL is the one sent to.
@@ -214,7 +232,7 @@ async fn send(
         .header(WEBHOOK_TIMESTAMP, reqwest::header::HeaderValue::from(ts))
         .header(WEBHOOK_SIGNATURE, sig)
         .header(ATTEMPT, reqwest::header::HeaderValue::from(number))
-        .header(TRACEPARENT, attempt_trace(c.trace.as_deref()).to_string())
+        .header(TRACEPARENT, trace.to_string())
         .body(c.payload.clone())
         .build()
         .map_err(|e| format!("E_REQUEST: {}", causes(&e)))?;

@@ -1,7 +1,8 @@
 //! Every request: its trace position (the caller's `traceparent` continued,
-//! or a new trace), its id (`X-Request-Id`, echoed), its metrics by route
-//! pattern, and one log line at INFO — method, route, path, status, whole
-//! milliseconds, request id, trace id. The query string is never logged (it
+//! or a new trace; an exported span when OTLP export is on), its id
+//! (`X-Request-Id`, echoed), its metrics by route pattern, and one log line
+//! at INFO — method, route, path, status, whole milliseconds, request id,
+//! trace id. The query string is never logged (it
 //! may carry a cursor or a filter someone considers private), and a
 //! response_url's path is its credential: its token is replaced by `…`.
 
@@ -13,6 +14,7 @@ use actix_web::body::MessageBody;
 use actix_web::dev::{ServiceRequest, ServiceResponse};
 use actix_web::http::header::{HeaderName, HeaderValue};
 use actix_web::middleware::Next;
+use tracing::Instrument;
 
 use crate::telemetry::trace::{RequestTrace, TraceParent};
 
@@ -59,13 +61,22 @@ pub async fn log_request(
         .get(TRACEPARENT)
         .and_then(|v| v.to_str().ok())
         .and_then(TraceParent::parse);
-    // This request's own span, in the caller's trace or a new one.
-    let trace = parent.map_or_else(TraceParent::new_root, |p| p.child());
+    let method = req.method().clone();
+    // This request's own span, in the caller's trace or a new one: the
+    // exported span's ids when spans are exported, else ids of its own.
+    let span = crate::telemetry::otlp::enabled()
+        .then(|| crate::telemetry::otlp::request_span(method.as_str(), parent.as_ref()));
+    let trace = span
+        .as_ref()
+        .and_then(|(_, at)| *at)
+        .unwrap_or_else(|| parent.map_or_else(TraceParent::new_root, |p| p.child()));
     req.extensions_mut().insert(RequestTrace(trace));
     let id = request_id(&req);
-    let method = req.method().clone();
     let path = loggable_path(req.path()).to_string();
-    let res = next.call(req).await;
+    let res = match &span {
+        Some((s, _)) => next.call(req).instrument(s.clone()).await,
+        None => next.call(req).await,
+    };
     let (status, route) = match &res {
         Ok(r) => (
             r.status().as_u16(),
@@ -79,6 +90,9 @@ pub async fn log_request(
         ),
     };
     let took = started.elapsed();
+    if let Some((s, _)) = &span {
+        crate::telemetry::otlp::end_request(s, &route, status);
+    }
     crate::telemetry::metrics::http_request(&route, method.as_str(), status, took);
     tracing::info!(
         method = %method,

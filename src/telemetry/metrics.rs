@@ -238,6 +238,7 @@ pub fn store_commit(took: Duration) {
     static H: OnceLock<Histogram> = OnceLock::new();
     H.get_or_init(|| metrics::histogram!(STORE_COMMIT))
         .record(took.as_secs_f64());
+    super::otlp::store_commit(took);
 }
 
 /// The queue's gauges, set when scraped.

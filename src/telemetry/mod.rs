@@ -4,4 +4,5 @@
 
 pub mod logs;
 pub mod metrics;
+pub mod otlp;
 pub mod trace;

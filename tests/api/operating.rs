@@ -3,4 +3,5 @@
 
 mod exit_codes;
 mod logs;
+mod otlp;
 mod trace;

@@ -12,6 +12,7 @@ mod portal;
 mod review;
 mod rich_blocks;
 mod site;
+mod widget_link;
 mod widget_use;
 
 use crate::helpers::{TestApp, spawn_app};

@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use crate::helpers::{ADMIN_TOKEN, Receiver, TestApp};
 
 /// The child, killed if the test ends early.
-struct Server(Child);
+pub(super) struct Server(pub(super) Child);
 
 impl Drop for Server {
     fn drop(&mut self) {
@@ -25,6 +25,16 @@ impl Drop for Server {
 /// Starts `blockhook serve` on a fresh SQLite file with stdout and stderr
 /// piped; returns it, its stdout's first line and a handle on it.
 fn start(dir: &tempfile::TempDir) -> (Server, String, TestApp) {
+    start_with(dir, &[], &[])
+}
+
+/// [`start`] with more flags and variables (no OTLP endpoint unless given).
+pub(super) fn start_with(
+    dir: &tempfile::TempDir,
+    flags: &[&str],
+    vars: &[(&str, &str)],
+) -> (Server, String, TestApp) {
+    let _ = rustls::crypto::ring::default_provider().install_default();
     let db = dir.path().join("blockhook.db");
     let mut child = Command::new(env!("CARGO_BIN_EXE_blockhook"))
         .args([
@@ -37,8 +47,13 @@ fn start(dir: &tempfile::TempDir) -> (Server, String, TestApp) {
             ADMIN_TOKEN,
             "--allow-private-webhooks",
         ])
+        .args(flags)
         .env_remove("BLOCKHOOK_LOG_FORMAT")
         .env_remove("RUST_LOG")
+        .env_remove("BLOCKHOOK_OTLP_ENDPOINT")
+        .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
+        .env_remove("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+        .envs(vars.iter().copied())
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -65,10 +80,32 @@ fn start(dir: &tempfile::TempDir) -> (Server, String, TestApp) {
     (Server(child), first, app)
 }
 
+/// Stops the server with SIGTERM; its exit status, the rest of its stdout
+/// and its stderr.
+pub(super) async fn stop(mut server: Server) -> (std::process::ExitStatus, String, String) {
+    let pid = server.0.id() as i32;
+    unsafe { libc::kill(pid, libc::SIGTERM) };
+    tokio::task::spawn_blocking(move || {
+        use std::io::Read;
+        let status = server.0.wait().expect("wait");
+        let mut out = String::new();
+        let mut err = String::new();
+        if let Some(mut o) = server.0.stdout.take() {
+            let _ = o.read_to_string(&mut out);
+        }
+        if let Some(mut e) = server.0.stderr.take() {
+            let _ = e.read_to_string(&mut err);
+        }
+        (status, out, err)
+    })
+    .await
+    .expect("join")
+}
+
 #[actix_web::test]
 async fn json_logs_have_a_line_per_request_and_attempt_and_no_credential() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let (mut server, first, app) = start(&dir);
+    let (server, first, app) = start(&dir);
     let mut rx = Receiver::start().await;
     let bot = app.create_bot(&rx.url).await;
     let conv = app.create_conv(&bot).await;
@@ -109,30 +146,7 @@ async fn json_logs_have_a_line_per_request_and_attempt_and_no_credential() {
     })
     .await;
     // A clean stop flushes the log.
-    let pid = server.0.id() as i32;
-    unsafe { libc::kill(pid, libc::SIGTERM) };
-    let out = tokio::task::spawn_blocking(move || {
-        let status = server.0.wait().expect("wait");
-        let mut out = String::new();
-        let mut err = String::new();
-        use std::io::Read;
-        let _ = server
-            .0
-            .stdout
-            .take()
-            .expect("stdout")
-            .read_to_string(&mut out);
-        let _ = server
-            .0
-            .stderr
-            .take()
-            .expect("stderr")
-            .read_to_string(&mut err);
-        (status, out, err)
-    })
-    .await
-    .expect("join");
-    let (status, out, err) = out;
+    let (status, out, err) = stop(server).await;
     assert_eq!(status.code(), Some(0), "a clean shutdown exits 0; {err}");
     let all = format!("{first}{out}{err}");
 
@@ -156,7 +170,11 @@ async fn json_logs_have_a_line_per_request_and_attempt_and_no_credential() {
         .iter()
         .find(|l| l["event_id"] == event_id.as_str() && l["attempt"] == 1)
         .unwrap_or_else(|| panic!("no line of the attempt:\n{all}"));
-    assert_eq!(attempt["endpoint_id"], bot.id.as_str(), "{attempt}");
+    assert_eq!(
+        attempt["endpoint_id"],
+        bot.id.replacen("cb_", "ep_", 1),
+        "the default endpoint's id: {attempt}"
+    );
     assert_eq!(attempt["status"], 200, "{attempt}");
     assert!(attempt["duration_ms"].is_u64(), "{attempt}");
 

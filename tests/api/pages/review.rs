@@ -69,13 +69,15 @@ async fn a_reviewer_searches_reads_a_transcript_and_tests_a_down_endpoint() {
         assert_eq!(t[2]["states"][0][0], "pending", "{v}");
         assert!(v["closedState"].as_str().is_some_and(|s| s.contains("took over")), "{v}");
 
-        // A test and a redelivery to the down endpoint: the error, at once.
+        // A test and a redelivery to the down endpoint: the error, at once —
+        // seconds, not the breaker's rest of minutes (the bound leaves room
+        // for a loaded machine).
         let test = v["testResult"].as_str().expect("test result");
         assert!(test.starts_with("The endpoint did not accept the test event: E_CONNECTION"), "{size}: {test}");
-        assert!(v["testMs"].as_i64().is_some_and(|ms| ms < 3000), "{size}: {v}");
+        assert!(v["testMs"].as_i64().is_some_and(|ms| ms < 10_000), "{size}: {v}");
         let redelivered = v["redeliverResult"].as_str().expect("redeliver result");
         assert!(redelivered.contains("E_CONNECTION") && redelivered.contains(" ms (attempt #"), "{size}: {redelivered}");
-        assert!(v["redeliverMs"].as_i64().is_some_and(|ms| ms < 3000), "{size}: {v}");
+        assert!(v["redeliverMs"].as_i64().is_some_and(|ms| ms < 10_000), "{size}: {v}");
 
         let o = &v["overflow"];
         assert!(o["scrollWidth"].as_i64() <= o["clientWidth"].as_i64(), "{size}: {o}");
