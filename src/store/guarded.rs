@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use super::circuit::{Call, Circuit};
 use super::*;
+use crate::domain::endpoints::Endpoint;
 
 pub struct Guarded<S> {
     inner: S,
@@ -259,32 +260,35 @@ impl<S: Store> Deliveries for Guarded<S> {
     ) -> BoxFut<'_, StoreResult<Page<EventSummary>>> {
         self.read(self.inner.list_events(chatbot_id, filter, limit, cursor))
     }
-    fn get_event(
-        &self,
-        chatbot_id: &str,
-        event_id: &str,
-    ) -> BoxFut<'_, StoreResult<(EventSummary, Vec<AttemptRow>)>> {
+    fn get_event(&self, chatbot_id: &str, event_id: &str) -> BoxFut<'_, StoreResult<EventDetail>> {
         self.read(self.inner.get_event(chatbot_id, event_id))
     }
     fn redeliver(
         &self,
         chatbot_id: &str,
         event_id: &str,
+        endpoint: Option<EndpointSel>,
         now_ms: i64,
     ) -> BoxFut<'_, StoreResult<()>> {
-        self.go(self.inner.redeliver(chatbot_id, event_id, now_ms))
+        self.go(self.inner.redeliver(chatbot_id, event_id, endpoint, now_ms))
     }
     fn redeliver_all(
         &self,
         chatbot_id: &str,
         status: EventStatus,
         since: Option<i64>,
+        endpoint: Option<EndpointSel>,
         now_ms: i64,
     ) -> BoxFut<'_, StoreResult<u64>> {
-        self.go(self.inner.redeliver_all(chatbot_id, status, since, now_ms))
+        self.go(self
+            .inner
+            .redeliver_all(chatbot_id, status, since, endpoint, now_ms))
     }
     fn enqueue_event(&self, event: NewEvent) -> BoxFut<'_, StoreResult<()>> {
         self.go(self.inner.enqueue_event(event))
+    }
+    fn enqueue_event_to(&self, event: NewEvent, endpoint_id: &str) -> BoxFut<'_, StoreResult<()>> {
+        self.go(self.inner.enqueue_event_to(event, endpoint_id))
     }
 }
 
@@ -325,5 +329,83 @@ impl<S: Store> Review for Guarded<S> {
         self.go(self
             .inner
             .claim_event(chatbot_id, event_id, now_ms, lease_until))
+    }
+}
+
+impl<S: Store> fanout::Fanout for Guarded<S> {
+    fn unrouted(&self, limit: usize) -> BoxFut<'_, StoreResult<Vec<fanout::Unrouted>>> {
+        self.bg(self.inner.unrouted(limit))
+    }
+    fn routes_of(
+        &self,
+        chatbot_ids: Vec<String>,
+    ) -> BoxFut<'_, StoreResult<Vec<fanout::EndpointRoute>>> {
+        self.bg(self.inner.routes_of(chatbot_ids))
+    }
+    fn default_route(
+        &self,
+        chatbot_id: &str,
+    ) -> BoxFut<'_, StoreResult<Option<crate::domain::endpoints::Route>>> {
+        self.read(self.inner.default_route(chatbot_id))
+    }
+    fn route(
+        &self,
+        deliveries: Vec<fanout::NewDelivery>,
+        routed: Vec<i64>,
+    ) -> BoxFut<'_, StoreResult<()>> {
+        self.bg(self.inner.route(deliveries, routed))
+    }
+    fn claim_deliveries(
+        &self,
+        now_ms: i64,
+        lease_until: i64,
+        limit: usize,
+        skip: Vec<String>,
+    ) -> BoxFut<'_, StoreResult<Vec<fanout::ClaimedDelivery>>> {
+        self.read(
+            self.inner
+                .claim_deliveries(now_ms, lease_until, limit, skip),
+        )
+    }
+    fn record_delivery_attempts(
+        &self,
+        records: Vec<fanout::DeliveryRecord>,
+    ) -> BoxFut<'_, StoreResult<()>> {
+        self.bg(self.inner.record_delivery_attempts(records))
+    }
+    fn give_back_deliveries(&self, back: Vec<(i64, i64)>) -> BoxFut<'_, StoreResult<()>> {
+        self.bg(self.inner.give_back_deliveries(back))
+    }
+    fn expire_held(&self, cutoff_ms: i64) -> BoxFut<'_, StoreResult<u64>> {
+        self.bg(self.inner.expire_held(cutoff_ms))
+    }
+}
+
+impl<S: Store> Endpoints for Guarded<S> {
+    fn endpoints_of(&self, chatbot_id: &str) -> BoxFut<'_, StoreResult<Vec<Endpoint>>> {
+        self.read(self.inner.endpoints_of(chatbot_id))
+    }
+    fn get_endpoint(&self, chatbot_id: &str, id: &str) -> BoxFut<'_, StoreResult<Endpoint>> {
+        self.read(self.inner.get_endpoint(chatbot_id, id))
+    }
+    fn create_endpoint(&self, ep: Endpoint) -> BoxFut<'_, StoreResult<()>> {
+        self.go(self.inner.create_endpoint(ep))
+    }
+    fn update_endpoint(&self, ep: Endpoint) -> BoxFut<'_, StoreResult<()>> {
+        self.go(self.inner.update_endpoint(ep))
+    }
+    fn delete_endpoint(&self, chatbot_id: &str, id: &str) -> BoxFut<'_, StoreResult<()>> {
+        self.go(self.inner.delete_endpoint(chatbot_id, id))
+    }
+    fn rotate_endpoint_secret(
+        &self,
+        chatbot_id: &str,
+        id: &str,
+        secret: String,
+        previous_until: i64,
+    ) -> BoxFut<'_, StoreResult<()>> {
+        self.go(self
+            .inner
+            .rotate_endpoint_secret(chatbot_id, id, secret, previous_until))
     }
 }

@@ -3,10 +3,15 @@
 
 pub mod cache;
 pub mod circuit;
+pub mod endpoints;
+mod event_detail;
+pub mod fanout;
 pub mod guarded;
 pub mod postgres;
 pub mod script;
 pub mod sqlite;
+
+pub use event_detail::*;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -19,6 +24,8 @@ use crate::domain::interact::Action;
 use crate::domain::model::{Chatbot, Conversation, Message, Person};
 use crate::domain::origins::AllowedOrigins;
 use crate::domain::status::{EventStatus, InteractionStatus};
+
+pub use endpoints::Endpoints;
 
 pub type BoxFut<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
@@ -232,14 +239,27 @@ pub enum AttemptNext {
     Dead,
     /// The endpoint said `410 Gone`: disable it; the delivery waits.
     EndpointGone,
+    /// The default endpoint's event types or filter do not take the event:
+    /// nothing was sent, no attempt is recorded, and the conversation's
+    /// next event becomes the head as after a success.
+    Skipped,
 }
 
 impl AttemptNext {
+    /// The status stored for the event or delivery after the attempt:
+    /// [`Self::status`], or `skipped`.
+    pub fn status_str(self) -> &'static str {
+        match self {
+            AttemptNext::Skipped => "skipped",
+            other => other.status().as_str(),
+        }
+    }
+
     /// The event's status after the attempt: a retry or a disabled endpoint
     /// leaves it `failed` (still queued).
     pub fn status(self) -> EventStatus {
         match self {
-            AttemptNext::Succeeded => EventStatus::Succeeded,
+            AttemptNext::Succeeded | AttemptNext::Skipped => EventStatus::Succeeded,
             AttemptNext::Dead => EventStatus::Dead,
             AttemptNext::RetryAt(_) | AttemptNext::EndpointGone => EventStatus::Failed,
         }
@@ -259,6 +279,8 @@ pub struct EventSummary {
 
 #[derive(Debug, Clone)]
 pub struct AttemptRow {
+    /// The endpoint it went to; `None`: the chatbot's default endpoint.
+    pub endpoint_id: Option<String>,
     pub number: u32,
     pub at: i64,
     pub status_code: Option<u16>,
@@ -272,9 +294,13 @@ pub struct AttemptRow {
 /// Filters of the deliveries log (`GET /api/v1/events`).
 #[derive(Debug, Clone, Default)]
 pub struct EventFilter {
+    /// Without `endpoint`: the event's aggregated status; with it: the
+    /// status of its delivery to that endpoint.
     pub status: Option<EventStatus>,
     pub event_type: Option<String>,
     pub event_id: Option<String>,
+    /// Only events with a delivery to this endpoint.
+    pub endpoint: Option<EndpointSel>,
 }
 
 /// Queue depth and the age of the oldest waiting delivery, for `/metrics`.
@@ -354,7 +380,18 @@ pub fn repeated_reply(stored: &str, body_hash: &str) -> StoreResult<ReplyOutcome
 /// write use cases inside them run one transaction script for both stores
 /// (see [`script`]).
 pub trait Store:
-    Accounts + Conversations + Inbox + Queue + Deliveries + Lifecycle + Review + Send + Sync + 'static
+    Accounts
+    + Conversations
+    + Inbox
+    + Queue
+    + Deliveries
+    + Lifecycle
+    + Review
+    + Endpoints
+    + fanout::Fanout
+    + Send
+    + Sync
+    + 'static
 {
     /// Whether other instances may write this store too (PostgreSQL): then
     /// nothing an instance holds in memory is the whole truth — streams poll
@@ -546,30 +583,34 @@ pub trait Deliveries: Send + Sync {
         limit: usize,
         cursor: Option<i64>,
     ) -> BoxFut<'_, StoreResult<Page<EventSummary>>>;
-    fn get_event(
-        &self,
-        chatbot_id: &str,
-        event_id: &str,
-    ) -> BoxFut<'_, StoreResult<(EventSummary, Vec<AttemptRow>)>>;
+    fn get_event(&self, chatbot_id: &str, event_id: &str) -> BoxFut<'_, StoreResult<EventDetail>>;
+    /// Delivers an event again: to one endpoint, or (`None`) to every
+    /// endpoint it went to. `NotFound` when it has no delivery there.
     fn redeliver(
         &self,
         chatbot_id: &str,
         event_id: &str,
+        endpoint: Option<EndpointSel>,
         now_ms: i64,
     ) -> BoxFut<'_, StoreResult<()>>;
-    /// Redelivers every event of the chatbot in `status` (`dead` or
-    /// `failed`) created at or after `since`, each as one redelivery.
-    /// Returns how many.
+    /// Redelivers every delivery of the chatbot in `status` (`dead` or
+    /// `failed`) of an event created at or after `since` (to one endpoint,
+    /// or to all), each as one redelivery. Returns how many.
     fn redeliver_all(
         &self,
         chatbot_id: &str,
         status: EventStatus,
         since: Option<i64>,
+        endpoint: Option<EndpointSel>,
         now_ms: i64,
     ) -> BoxFut<'_, StoreResult<u64>>;
     /// Queues an event that has no cause in a conversation (`webhook.test`);
     /// its `conversation_id` is its own delivery lane.
     fn enqueue_event(&self, event: NewEvent) -> BoxFut<'_, StoreResult<()>>;
+    /// Queues such an event to one endpoint other than the default only,
+    /// whatever its filter (`POST /api/v1/endpoints/{id}/test`). `NotFound`
+    /// when the chatbot has no such endpoint.
+    fn enqueue_event_to(&self, event: NewEvent, endpoint_id: &str) -> BoxFut<'_, StoreResult<()>>;
 }
 
 /// What a reviewer does from the dashboard: search conversations, and
