@@ -41,6 +41,9 @@ const URL_CHECK: Duration = Duration::from_millis(250);
 /// How long the default endpoint's route of a chatbot is kept in memory.
 const ROUTE_TTL: Duration = Duration::from_secs(1);
 
+/// A chatbot's default route as read, and when.
+type CachedRoute = (Option<Arc<Route>>, Instant);
+
 /// What the dispatcher knows of one chatbot's endpoint.
 #[derive(Default)]
 struct Endpoint {
@@ -56,7 +59,7 @@ pub struct Dispatcher {
     endpoints: Mutex<HashMap<String, Endpoint>>,
     /// Per chatbot: its default endpoint's route (`None`: no settings row,
     /// every event goes) and when it was read.
-    default_routes: Mutex<HashMap<String, (Option<Arc<Route>>, Instant)>>,
+    default_routes: Mutex<HashMap<String, CachedRoute>>,
     url_checked: Mutex<Instant>,
     /// Event ids being sent, to release their leases if shutdown cuts them.
     in_flight: Mutex<HashSet<String>>,
