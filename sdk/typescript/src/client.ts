@@ -8,7 +8,9 @@ import type {
   AskOption,
   Conversation,
   CreatedConversation,
+  CreatedEndpoint,
   Endpoint,
+  EndpointChange,
   EndpointFields,
   EventRecord,
   EventWithAttempts,
@@ -269,10 +271,11 @@ export class Endpoints {
   constructor(private readonly c: Client) {}
 
   /** The answer carries the endpoint's `signing_secret`. */
-  create(url: string, fields: EndpointFields = {}): Promise<Endpoint> {
+  create(url: string, fields: EndpointFields = {}): Promise<CreatedEndpoint> {
     return this.c.request({ method: "POST", path: "/api/v1/endpoints", body: { url, ...fields } });
   }
 
+  /** Every endpoint, the default (the chatbot's `webhook_url`) first, page by page. */
   list(options: { limit?: number } = {}): AsyncGenerator<Endpoint> {
     return this.c.paginate<Endpoint>("/api/v1/endpoints", { limit: options.limit ?? 100 });
   }
@@ -281,10 +284,12 @@ export class Endpoints {
     return this.c.request({ method: "GET", path: `/api/v1/endpoints/${encodeURIComponent(id)}` });
   }
 
-  update(id: string, changes: EndpointFields & { url?: string }): Promise<Endpoint> {
+  /** Changes some settings; `null` sets one back to its default. */
+  update(id: string, changes: EndpointChange): Promise<Endpoint> {
     return this.c.request({ method: "PATCH", path: `/api/v1/endpoints/${encodeURIComponent(id)}`, body: changes });
   }
 
+  /** Deletes an endpoint and its deliveries not yet made; the default one → `ApiError` 409 `default_endpoint`. */
   async delete(id: string): Promise<void> {
     await this.c.request({ method: "DELETE", path: `/api/v1/endpoints/${encodeURIComponent(id)}` });
   }
