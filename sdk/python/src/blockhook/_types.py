@@ -83,7 +83,7 @@ class Endpoint(_EndpointExtra):
     description: str
     default: bool
     event_types: list[str] | None
-    filter: dict[str, list[str | int | float | bool]] | None
+    filter: dict[str, list[FilterValue]] | None
     replies: bool
     rate_limit: str | None
     headers: dict[str, str]
@@ -126,6 +126,12 @@ class Attachment(TypedDict):
     content_type: str
     data: str
 
+
+FilterValue = Union[str, int, float, bool]
+"""A value an endpoint's filter allows (§13)."""
+
+EventType = Literal["interaction.button_clicked", "interaction.form_submitted", "message.received"]
+"""An event type an endpoint can be limited to (§13)."""
 
 OptionLike = Union[str, Option]
 """A string is the option's id and label."""
