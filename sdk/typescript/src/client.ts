@@ -174,7 +174,8 @@ export class Client {
           signal: options.signal,
         });
       } catch (e) {
-        const passing = isNetworkError(e) || (e instanceof ApiError && [429, 502, 503, 504].includes(e.status));
+        const passing =
+          isNetworkError(e, options.signal) || (e instanceof ApiError && [429, 502, 503, 504].includes(e.status));
         if (!passing || Date.now() >= giveUp) throw e;
         await sleep(Math.min(backoff(failures++), Math.max(0, (giveUp - Date.now()) / 1000)), options.signal);
         continue;

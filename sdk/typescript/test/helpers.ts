@@ -235,3 +235,39 @@ export async function loseFirstAnswer(upstreamPort: number): Promise<{ url: stri
   const port = typeof address === "object" && address ? address.port : 0;
   return { url: `http://127.0.0.1:${port}`, close: () => proxy.close() };
 }
+
+/**
+ * A TCP proxy whose first connection takes the request and never answers
+ * (a hung server); later connections are passed through.
+ */
+export async function hangFirst(upstreamPort: number): Promise<{ url: string; close: () => void }> {
+  const { connect } = await import("node:net");
+  let connections = 0;
+  const held: Array<{ destroy: () => void }> = [];
+  const proxy = createServer((client) => {
+    if (++connections === 1) {
+      client.on("data", () => {});
+      client.on("error", () => {});
+      held.push(client);
+      return;
+    }
+    const upstream = connect(upstreamPort, "127.0.0.1");
+    client.pipe(upstream).pipe(client);
+    const end = () => {
+      client.destroy();
+      upstream.destroy();
+    };
+    client.on("error", end).on("close", end);
+    upstream.on("error", end).on("close", end);
+  });
+  await new Promise<void>((ok) => proxy.listen(0, "127.0.0.1", ok));
+  const address = proxy.address();
+  const port = typeof address === "object" && address ? address.port : 0;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    close: () => {
+      for (const c of held) c.destroy();
+      proxy.close();
+    },
+  };
+}
