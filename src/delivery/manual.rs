@@ -9,7 +9,6 @@ use std::time::Duration;
 
 use super::{attempt, client};
 use crate::domain::model::Chatbot;
-use crate::store::EventDetail;
 use crate::store::{AttemptRow, StoreError, StoreResult};
 use crate::usecase::Services;
 
@@ -74,11 +73,10 @@ pub async fn send_now(st: &Services, bot: &Chatbot, event_id: &str) -> StoreResu
     }
 }
 
-/// The attempts of an event's delivery to the chatbot's default endpoint
-/// (the one a manual send makes), oldest first.
-fn default_attempts(detail: EventDetail) -> Vec<AttemptRow> {
-    detail
-        .attempts
+/// The attempts of an event's delivery to its chatbot's default endpoint
+/// (the one a manual send makes).
+fn default_attempts(d: crate::store::EventDetail) -> Vec<crate::store::AttemptRow> {
+    d.attempts
         .into_iter()
         .filter(|a| a.endpoint_id.is_none())
         .collect()
