@@ -123,3 +123,66 @@ def test_a_retried_answer_reuses_its_idempotency_key(bot: Bot, server: Server) -
     assert posts[0]["key"] and posts[0]["key"] == posts[1]["key"]
     assert answered["status"] == "answered"
     assert answered["response"] is not None and answered["response"]["confirmed"] is False
+
+
+class HangFirst:
+    """A TCP proxy whose first connection takes the request and never
+    answers (a hung server); later connections are passed through."""
+
+    def __init__(self, upstream_port: int) -> None:
+        self.upstream = ("127.0.0.1", upstream_port)
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self.listener.getsockname()[1]}"
+        self.held: list[socket.socket] = []
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                conn, _ = self.listener.accept()
+            except OSError:
+                return
+            if not self.held:
+                self.held.append(conn)
+                continue
+            up = socket.create_connection(self.upstream)
+            for src, dst in ((conn, up), (up, conn)):
+                threading.Thread(target=self._pipe, args=(src, dst), daemon=True).start()
+
+    @staticmethod
+    def _pipe(src: socket.socket, dst: socket.socket) -> None:
+        try:
+            while data := src.recv(65536):
+                dst.sendall(data)
+        except OSError:
+            pass
+        finally:
+            for s in (src, dst):
+                try:
+                    s.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+
+    def close(self) -> None:
+        for c in self.held:
+            c.close()
+        self.listener.close()
+
+
+def test_a_read_that_times_out_on_a_hung_server_is_sent_again(bot: Bot, server: Server) -> None:
+    visitor = bot.visitor()
+    with Client(bot.server.url, bot.api_key) as direct:
+        interaction_id = direct.ask_start(visitor.conversation_id, "Still there?")
+    proxy = HangFirst(server.port)
+    try:
+        with Client(proxy.url, bot.api_key, timeout=0.5) as client:
+            assert client.interactions.get(interaction_id)["status"] == "pending"
+    finally:
+        proxy.close()
+    # A call that may not be repeated is not: the timeout reaches the caller.
+    once = HangFirst(server.port)
+    try:
+        with Client(once.url, bot.api_key, timeout=0.5) as client, pytest.raises(httpx.ReadTimeout):
+            client.ask_start(bot.visitor().conversation_id, "Twice?")
+    finally:
+        once.close()

@@ -44,6 +44,46 @@ def test_an_ask_survives_a_server_restart(tmp_path: Path, receiver: Receiver) ->
         server.stop()
 
 
+def test_an_ask_survives_a_graceful_restart(tmp_path: Path, receiver: Receiver) -> None:
+    server = Server(tmp_path)
+    server.start()
+    try:
+        bot = make_bot(server, receiver.url)
+        visitor = bot.visitor()
+        waits: list[httpx.Request] = []
+        answers: list[bytes] = []
+
+        def asked_for(request: httpx.Request) -> None:
+            if request.url.path.endswith("/answer"):
+                waits.append(request)
+
+        def record(response: httpx.Response) -> None:
+            if response.request.url.path.endswith("/answer"):
+                answers.append(response.read())
+
+        http = httpx.Client(event_hooks={"request": [asked_for], "response": [record]}, timeout=30)
+        with Client(server.url, bot.api_key, http_client=http) as client, ThreadPoolExecutor(1) as pool:
+            asked = pool.submit(client.ask, visitor.conversation_id, "Proceed?", timeout=120)
+            visitor.question()
+            until(lambda: waits, "the client to wait for the answer")
+            time.sleep(0.3)  # the wait is held by the server
+            stopping = time.monotonic()
+            # SIGTERM: the server ends the held wait with "pending" and exits 0.
+            server.stop()
+            assert server.proc is not None and server.proc.returncode == 0
+            assert time.monotonic() - stopping < 10
+            until(lambda: answers, "the held wait to end")
+            assert b'"pending"' in answers[0]
+            assert not asked.done()
+            server.start()
+            visitor.click("accept")
+            answer = asked.result(timeout=60)
+        http.close()
+        assert answer.answer == "accepted"
+    finally:
+        server.stop()
+
+
 def test_rate_limited_calls_wait_for_retry_after(tmp_path: Path, receiver: Receiver) -> None:
     server = Server(tmp_path, "--limit-api-key", "1/s")
     server.start()

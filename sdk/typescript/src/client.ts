@@ -8,7 +8,9 @@ import type {
   AskOption,
   Conversation,
   CreatedConversation,
+  CreatedEndpoint,
   Endpoint,
+  EndpointChange,
   EndpointFields,
   EventRecord,
   EventWithAttempts,
@@ -172,7 +174,8 @@ export class Client {
           signal: options.signal,
         });
       } catch (e) {
-        const passing = isNetworkError(e) || (e instanceof ApiError && [429, 502, 503, 504].includes(e.status));
+        const passing =
+          isNetworkError(e, options.signal) || (e instanceof ApiError && [429, 502, 503, 504].includes(e.status));
         if (!passing || Date.now() >= giveUp) throw e;
         await sleep(Math.min(backoff(failures++), Math.max(0, (giveUp - Date.now()) / 1000)), options.signal);
         continue;
@@ -269,10 +272,11 @@ export class Endpoints {
   constructor(private readonly c: Client) {}
 
   /** The answer carries the endpoint's `signing_secret`. */
-  create(url: string, fields: EndpointFields = {}): Promise<Endpoint> {
+  create(url: string, fields: EndpointFields = {}): Promise<CreatedEndpoint> {
     return this.c.request({ method: "POST", path: "/api/v1/endpoints", body: { url, ...fields } });
   }
 
+  /** Every endpoint, the default (the chatbot's `webhook_url`) first, page by page. */
   list(options: { limit?: number } = {}): AsyncGenerator<Endpoint> {
     return this.c.paginate<Endpoint>("/api/v1/endpoints", { limit: options.limit ?? 100 });
   }
@@ -281,10 +285,12 @@ export class Endpoints {
     return this.c.request({ method: "GET", path: `/api/v1/endpoints/${encodeURIComponent(id)}` });
   }
 
-  update(id: string, changes: EndpointFields & { url?: string }): Promise<Endpoint> {
+  /** Changes some settings; `null` sets one back to its default. */
+  update(id: string, changes: EndpointChange): Promise<Endpoint> {
     return this.c.request({ method: "PATCH", path: `/api/v1/endpoints/${encodeURIComponent(id)}`, body: changes });
   }
 
+  /** Deletes an endpoint and its deliveries not yet made; the default one → `ApiError` 409 `default_endpoint`. */
   async delete(id: string): Promise<void> {
     await this.c.request({ method: "DELETE", path: `/api/v1/endpoints/${encodeURIComponent(id)}` });
   }

@@ -23,6 +23,12 @@ export class ApiError extends BlockhookError {
   ) {
     super(`${status} ${code}: ${detail}`);
   }
+
+  /** With `dialog_pending`: the unanswered question in the way (`int_…`), which `interactions.cancel` withdraws. */
+  get interactionId(): string | undefined {
+    const id = this.problem.interaction_id;
+    return typeof id === "string" ? id : undefined;
+  }
 }
 
 /** A question guarding a call ended without the person approving it. */

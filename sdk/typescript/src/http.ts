@@ -62,9 +62,14 @@ function notConnected(e: unknown): boolean {
   return code === "ECONNREFUSED" || code === "UND_ERR_CONNECT_TIMEOUT" || code === "ENOTFOUND";
 }
 
-/** A network failure (fetch's TypeError), as opposed to an abort or an ApiError. */
-export function isNetworkError(e: unknown): boolean {
-  return e instanceof TypeError;
+/**
+ * A network failure: fetch's TypeError, or a request that timed out (no
+ * answer in time, e.g. a server that hangs) — as opposed to the caller's
+ * own abort or an ApiError.
+ */
+export function isNetworkError(e: unknown, callerSignal?: AbortSignal): boolean {
+  if (e instanceof TypeError) return true;
+  return (e as { name?: unknown })?.name === "TimeoutError" && !callerSignal?.aborted;
 }
 
 async function apiError(r: Response): Promise<ApiError> {
@@ -103,7 +108,7 @@ export async function send<T>(t: Transport, call: Call): Promise<T> {
         signal,
       });
     } catch (e) {
-      if (mayRetry && isNetworkError(e) && (notConnected(e) || idempotent(call))) {
+      if (mayRetry && isNetworkError(e, call.signal) && (notConnected(e) || idempotent(call))) {
         await sleep(backoff(attempt), call.signal);
         continue;
       }

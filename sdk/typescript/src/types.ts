@@ -37,24 +37,16 @@ export interface Answer {
 export type Conversation = S["ConversationItem"];
 
 /** A webhook endpoint (§13). */
-export interface Endpoint {
-  id: string;
-  url: string;
-  description: string | null;
-  default: boolean;
-  event_types: string[] | null;
-  filter: Record<string, Array<string | number | boolean>> | null;
-  replies: boolean;
-  rate_limit: string | null;
-  headers: Record<string, string>;
-  enabled: boolean;
-  disabled_reason: string | null;
-  created_at: string;
-  updated_at: string;
-  /** On creation and rotation only. */
-  signing_secret?: string;
-}
-
-export type EndpointFields = Partial<
-  Pick<Endpoint, "description" | "event_types" | "filter" | "replies" | "rate_limit" | "headers" | "enabled">
->;
+export type Endpoint = S["Endpoint"];
+/** A new endpoint, with its `signing_secret` (shown on creation and rotation only). */
+export type CreatedEndpoint = S["CreatedEndpoint"];
+/** The body of `POST /api/v1/endpoints`. */
+export type NewEndpoint = S["NewEndpoint"];
+/** The body of `PATCH /api/v1/endpoints/{id}`: every key optional, `null` resets a setting. */
+export type EndpointChange = S["EndpointChange"];
+/** What `endpoints.create` takes beside the url. */
+export type EndpointFields = Omit<NewEndpoint, "url">;
+/** An event's delivery to one endpoint (§13). */
+export type Delivery = S["Delivery"];
+/** One delivery attempt, with the endpoint it went to. */
+export type Attempt = S["Attempt"];

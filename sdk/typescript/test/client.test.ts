@@ -10,7 +10,7 @@ import {
   WebhookVerificationError,
   type Interaction,
 } from "../src/index.js";
-import { Bot, loseFirstAnswer, Receiver, Server } from "./helpers.js";
+import { Bot, hangFirst, loseFirstAnswer, Receiver, Server } from "./helpers.js";
 
 const server = new Server();
 let receiver: Receiver;
@@ -111,6 +111,29 @@ test("a retried answer reuses its Idempotency-Key", async () => {
     assert.equal(keys[0], keys[1]);
     assert.equal(answered.status, "answered");
     assert.equal(answered.response?.confirmed, false);
+  } finally {
+    proxy.close();
+  }
+});
+
+test("a read that times out on a hung server is sent again", async () => {
+  const visitor = await bot.visitor();
+  const id = await client.askStart(visitor.conversationId, "Still there?");
+  const proxy = await hangFirst(server.port);
+  try {
+    const viaProxy = new Client({ baseUrl: proxy.url, apiKey: bot.apiKey, timeoutMs: 500 });
+    const started = Date.now();
+    assert.equal((await viaProxy.interactions.get(id)).status, "pending");
+    assert.ok(Date.now() - started >= 500);
+    // A call that may not be repeated is not: the timeout reaches the caller.
+    const once = await hangFirst(server.port);
+    try {
+      const other = await bot.visitor();
+      const noRetry = new Client({ baseUrl: once.url, apiKey: bot.apiKey, timeoutMs: 500 });
+      await assert.rejects(noRetry.askStart(other.conversationId, "Twice?"), { name: "TimeoutError" });
+    } finally {
+      once.close();
+    }
   } finally {
     proxy.close();
   }

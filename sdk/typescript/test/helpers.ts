@@ -77,6 +77,15 @@ export class Server {
     await exited;
   }
 
+  /** SIGTERM (a graceful shutdown), keeping the data; resolves with the exit code. */
+  async terminate(): Promise<number | null> {
+    const proc = this.#proc;
+    if (!proc || proc.exitCode !== null) return proc?.exitCode ?? null;
+    const exited = new Promise<number | null>((ok) => proc.once("exit", (code) => ok(code)));
+    proc.kill("SIGTERM");
+    return exited;
+  }
+
   async stop(): Promise<void> {
     const proc = this.#proc;
     if (proc && proc.exitCode === null && proc.signalCode === null) {
@@ -139,7 +148,11 @@ export class Receiver {
   }
 }
 
-type Msg = { id: string; text: string; blocks: Array<{ type: string; block_id?: string; form_id?: string; state: { disabled: boolean } }> };
+type Msg = {
+  id: string;
+  text: string;
+  blocks: Array<{ type: string; block_id?: string; form_id?: string; state: { disabled: boolean; reason?: string } }>;
+};
 
 export class Bot {
   constructor(readonly url: string, readonly id: string, readonly apiKey: string, readonly signingSecret: string) {}
@@ -168,6 +181,14 @@ export class Visitor {
       const page = (await r.json()) as { data: Msg[] };
       return page.data.find((m) => m.blocks.length > 0 && !m.blocks[0]?.state.disabled);
     }, "the question to appear in the widget");
+  }
+
+  /** Every block of the conversation's messages, as the widget shows them. */
+  async blocks(): Promise<Array<{ type: string; state: { disabled: boolean; reason?: string } }>> {
+    const r = await fetch(`${this.url}/widget/v1/conversations/${this.conversationId}/messages`, {
+      headers: { authorization: `Bearer ${this.token}` },
+    });
+    return ((await r.json()) as { data: Msg[] }).data.flatMap((m) => m.blocks);
   }
 
   async click(actionId: string, comment?: string): Promise<void> {
@@ -213,4 +234,40 @@ export async function loseFirstAnswer(upstreamPort: number): Promise<{ url: stri
   const address = proxy.address();
   const port = typeof address === "object" && address ? address.port : 0;
   return { url: `http://127.0.0.1:${port}`, close: () => proxy.close() };
+}
+
+/**
+ * A TCP proxy whose first connection takes the request and never answers
+ * (a hung server); later connections are passed through.
+ */
+export async function hangFirst(upstreamPort: number): Promise<{ url: string; close: () => void }> {
+  const { connect } = await import("node:net");
+  let connections = 0;
+  const held: Array<{ destroy: () => void }> = [];
+  const proxy = createServer((client) => {
+    if (++connections === 1) {
+      client.on("data", () => {});
+      client.on("error", () => {});
+      held.push(client);
+      return;
+    }
+    const upstream = connect(upstreamPort, "127.0.0.1");
+    client.pipe(upstream).pipe(client);
+    const end = () => {
+      client.destroy();
+      upstream.destroy();
+    };
+    client.on("error", end).on("close", end);
+    upstream.on("error", end).on("close", end);
+  });
+  await new Promise<void>((ok) => proxy.listen(0, "127.0.0.1", ok));
+  const address = proxy.address();
+  const port = typeof address === "object" && address ? address.port : 0;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    close: () => {
+      for (const c of held) c.destroy();
+      proxy.close();
+    },
+  };
 }

@@ -35,6 +35,44 @@ test("an ask survives a server restart", async () => {
   }
 });
 
+test("an ask survives a graceful restart", async () => {
+  const server = new Server();
+  const receiver = await new Receiver().start();
+  await server.start();
+  try {
+    const bot = await server.bot(receiver.url);
+    const visitor = await bot.visitor();
+    const waits: number[] = [];
+    const answers: string[] = [];
+    const recording: typeof fetch = async (input, init) => {
+      if (!String(input).includes("/answer")) return fetch(input, init);
+      waits.push(Date.now());
+      const r = await fetch(input, init);
+      answers.push(await r.clone().text());
+      return r;
+    };
+    const client = new Client({ baseUrl: server.url, apiKey: bot.apiKey, fetch: recording });
+    let settled = false;
+    const asked = client.ask(visitor.conversationId, "Proceed?", { timeout: 120 }).finally(() => (settled = true));
+    await visitor.question();
+    await until(() => waits.length > 0, "the client to wait for the answer");
+    await new Promise((ok) => setTimeout(ok, 300)); // the wait is held by the server
+    // SIGTERM: the server ends the held wait with "pending" and exits 0.
+    const stopping = Date.now();
+    assert.equal(await server.terminate(), 0);
+    assert.ok(Date.now() - stopping < 10_000);
+    await until(() => answers.length > 0, "the held wait to end");
+    assert.equal(JSON.parse(answers[0] ?? "{}").answer, "pending");
+    assert.equal(settled, false);
+    await server.start();
+    await visitor.click("accept");
+    assert.equal((await asked).answer, "accepted");
+  } finally {
+    await server.stop();
+    await receiver.close();
+  }
+});
+
 test("rate-limited calls wait for Retry-After", async () => {
   const server = new Server(["--limit-api-key", "1/s"]);
   const receiver = await new Receiver().start();

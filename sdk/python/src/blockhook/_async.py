@@ -18,6 +18,8 @@ from ._types import (
     CreatedConversation,
     Endpoint,
     EventRecord,
+    EventType,
+    FilterValue,
     Interaction,
     OptionLike,
 )
@@ -225,8 +227,23 @@ class AsyncEndpoints:
     def __init__(self, client: AsyncClient) -> None:
         self._c = client
 
-    async def create(self, url: str, **fields: Any) -> Endpoint:
-        return await self._c._run(_ops.endpoint_create({"url": url, **fields}))
+    async def create(
+        self,
+        url: str,
+        *,
+        description: str | None = None,
+        event_types: Sequence[EventType] | None = None,
+        filter: Mapping[str, Sequence[FilterValue]] | None = None,
+        replies: bool | None = None,
+        rate_limit: str | None = None,
+        headers: Mapping[str, str] | None = None,
+        enabled: bool | None = None,
+    ) -> Endpoint:
+        flow = _ops.endpoint_create(
+            url, description=description, event_types=event_types, filter=filter, replies=replies,
+            rate_limit=rate_limit, headers=headers, enabled=enabled,
+        )  # fmt: skip
+        return await self._c._run(flow)
 
     def list(self, *, limit: int = 100) -> AsyncIterator[Endpoint]:
         return _pages(self._c, "/api/v1/endpoints", {"limit": limit})

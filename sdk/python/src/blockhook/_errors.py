@@ -37,6 +37,13 @@ class ApiError(BlockhookError):
         self.problem: dict[str, Any] = dict(problem or {})
         self.retry_after = retry_after
 
+    @property
+    def interaction_id(self) -> str | None:
+        """With ``dialog_pending``: the unanswered question in the way (``int_…``),
+        which ``client.interactions.cancel`` withdraws."""
+        value = self.problem.get("interaction_id")
+        return value if isinstance(value, str) else None
+
 
 class NotApproved(BlockhookError):
     """A question guarding a call ended without the person approving it."""

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from ._core import Call, Flow, call, new_idempotency_key
+from ._types import EventType, FilterValue
 
 
 def _q(**params: Any) -> dict[str, Any]:
@@ -41,8 +42,28 @@ def message_post(cid: str, body: Mapping[str, Any]) -> Flow[Any]:
 
 
 # §13 endpoints
-def endpoint_create(body: Mapping[str, Any]) -> Flow[Any]:
-    return call(Call("POST", "/api/v1/endpoints", json=dict(body)))
+def endpoint_create(
+    url: str,
+    *,
+    description: str | None,
+    event_types: Sequence[EventType] | None,
+    filter: Mapping[str, Sequence[FilterValue]] | None,
+    replies: bool | None,
+    rate_limit: str | None,
+    headers: Mapping[str, str] | None,
+    enabled: bool | None,
+) -> Flow[Any]:
+    body = _q(
+        url=url,
+        description=description,
+        event_types=None if event_types is None else list(event_types),
+        filter=None if filter is None else {k: list(v) for k, v in filter.items()},
+        replies=replies,
+        rate_limit=rate_limit,
+        headers=None if headers is None else dict(headers),
+        enabled=enabled,
+    )
+    return call(Call("POST", "/api/v1/endpoints", json=body))
 
 
 def endpoint_get(eid: str) -> Flow[Any]:

@@ -19,6 +19,8 @@ from ._types import (
     CreatedConversation,
     Endpoint,
     EventRecord,
+    EventType,
+    FilterValue,
     Interaction,
     OptionLike,
 )
@@ -289,22 +291,41 @@ class Endpoints:
     def __init__(self, client: Client) -> None:
         self._c = client
 
-    def create(self, url: str, **fields: Any) -> Endpoint:
-        """``fields``: ``description``, ``event_types``, ``filter``, ``replies``,
-        ``rate_limit``, ``headers``, ``enabled``. The answer carries the
-        endpoint's ``signing_secret``."""
-        return self._c._run(_ops.endpoint_create({"url": url, **fields}))  # type: ignore[no-any-return]
+    def create(
+        self,
+        url: str,
+        *,
+        description: str | None = None,
+        event_types: Sequence[EventType] | None = None,
+        filter: Mapping[str, Sequence[FilterValue]] | None = None,
+        replies: bool | None = None,
+        rate_limit: str | None = None,
+        headers: Mapping[str, str] | None = None,
+        enabled: bool | None = None,
+    ) -> Endpoint:
+        """Adds an endpoint; an argument left ``None`` takes the server's
+        default. The answer carries the endpoint's ``signing_secret``."""
+        flow = _ops.endpoint_create(
+            url, description=description, event_types=event_types, filter=filter, replies=replies,
+            rate_limit=rate_limit, headers=headers, enabled=enabled,
+        )  # fmt: skip
+        return self._c._run(flow)  # type: ignore[no-any-return]
 
     def list(self, *, limit: int = 100) -> Iterator[Endpoint]:
+        """Every endpoint, the default (the chatbot's ``webhook_url``) first."""
         return _pages(self._c, "/api/v1/endpoints", {"limit": limit})
 
     def get(self, endpoint_id: str) -> Endpoint:
         return self._c._run(_ops.endpoint_get(endpoint_id))  # type: ignore[no-any-return]
 
     def update(self, endpoint_id: str, **changes: Any) -> Endpoint:
+        """Changes the settings named (``url``, ``description``, ``event_types``,
+        ``filter``, ``replies``, ``rate_limit``, ``headers``, ``enabled``);
+        ``None`` sets one back to its default."""
         return self._c._run(_ops.endpoint_update(endpoint_id, changes))  # type: ignore[no-any-return]
 
     def delete(self, endpoint_id: str) -> None:
+        """Deletes the endpoint (the default one: ``ApiError`` 409 ``default_endpoint``)."""
         self._c._run(_ops.endpoint_delete(endpoint_id))
 
     def rotate_secret(self, endpoint_id: str) -> str:

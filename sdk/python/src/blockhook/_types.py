@@ -37,22 +37,28 @@ class Interaction(TypedDict):
     answered_at: str | None
 
 
-class _AttemptExtra(TypedDict, total=False):
-    endpoint_id: str  # §13: with several endpoints
-
-
-class Attempt(_AttemptExtra):
+class Attempt(TypedDict):
+    endpoint_id: str  # §13: the endpoint it went to
     number: int
     at: str
     status_code: int | None
     duration_ms: int | None
     error: str | None
     response_excerpt: str | None
+    request_headers: dict[str, str] | None
+
+
+class Delivery(TypedDict):
+    """An event's delivery to one endpoint (§13)."""
+
+    endpoint_id: str
+    status: str
+    attempts: int
 
 
 class _EventExtra(TypedDict, total=False):
     attempts: list[Attempt]  # on GET /api/v1/events/{id}
-    deliveries: list[dict[str, Any]]  # §13: one per endpoint
+    deliveries: list[Delivery]  # on GET /api/v1/events/{id}: one per endpoint
     next_attempt_at: str | None
     attempt_count: int
 
@@ -74,10 +80,10 @@ class _EndpointExtra(TypedDict, total=False):
 class Endpoint(_EndpointExtra):
     id: str
     url: str
-    description: str | None
+    description: str
     default: bool
     event_types: list[str] | None
-    filter: dict[str, list[str | int | float | bool]] | None
+    filter: dict[str, list[FilterValue]] | None
     replies: bool
     rate_limit: str | None
     headers: dict[str, str]
@@ -120,6 +126,12 @@ class Attachment(TypedDict):
     content_type: str
     data: str
 
+
+FilterValue = Union[str, int, float, bool]
+"""A value an endpoint's filter allows (§13)."""
+
+EventType = Literal["interaction.button_clicked", "interaction.form_submitted", "message.received"]
+"""An event type an endpoint can be limited to (§13)."""
 
 OptionLike = Union[str, Option]
 """A string is the option's id and label."""
