@@ -117,7 +117,7 @@ pub async fn run(
         AttemptNext::RetryAt(_) => Outcome::Failed,
         AttemptNext::EndpointGone => Outcome::Gone,
     };
-    crate::telemetry::metrics::attempt(endpoint_label(bot), counted, started.elapsed());
+    crate::telemetry::metrics::attempt(&endpoint_label(bot), counted, started.elapsed());
     rec
 }
 

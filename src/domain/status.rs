@@ -82,14 +82,18 @@ pub enum EventStatus {
     Succeeded,
     /// The last attempt failed; no more are made.
     Dead,
+    /// Not sent to this endpoint: the event did not match its event types
+    /// or filter (§13). Only a delivery is skipped; an event never shows it.
+    Skipped,
 }
 
 impl EventStatus {
-    pub const ALL: [EventStatus; 4] = [
+    pub const ALL: [EventStatus; 5] = [
         EventStatus::Pending,
         EventStatus::Failed,
         EventStatus::Succeeded,
         EventStatus::Dead,
+        EventStatus::Skipped,
     ];
 
     pub const fn as_str(self) -> &'static str {
@@ -98,7 +102,25 @@ impl EventStatus {
             EventStatus::Failed => "failed",
             EventStatus::Succeeded => "succeeded",
             EventStatus::Dead => "dead",
+            EventStatus::Skipped => "skipped",
         }
+    }
+
+    /// An event's status from its deliveries' (§13): `dead` if any is dead,
+    /// else `failed` if any failed, else `pending` if any is pending, else
+    /// `succeeded` (also when there is none). Skipped ones do not count.
+    pub fn aggregate(deliveries: impl IntoIterator<Item = EventStatus>) -> EventStatus {
+        let rank = |s: EventStatus| match s {
+            EventStatus::Dead => 3,
+            EventStatus::Failed => 2,
+            EventStatus::Pending => 1,
+            EventStatus::Succeeded | EventStatus::Skipped => 0,
+        };
+        deliveries
+            .into_iter()
+            .max_by_key(|s| rank(*s))
+            .filter(|s| rank(*s) > 0)
+            .unwrap_or(EventStatus::Succeeded)
     }
 
     /// Whether more attempts are to come (`pending` or `failed`).
@@ -158,5 +180,16 @@ mod tests {
             .filter(|s| s.is_active())
             .collect();
         assert_eq!(active, [EventStatus::Pending, EventStatus::Failed]);
+    }
+
+    #[test]
+    fn an_event_is_as_bad_as_its_worst_delivery() {
+        use EventStatus::*;
+        assert_eq!(EventStatus::aggregate([]), Succeeded);
+        assert_eq!(EventStatus::aggregate([Skipped]), Succeeded);
+        assert_eq!(EventStatus::aggregate([Succeeded, Pending]), Pending);
+        assert_eq!(EventStatus::aggregate([Pending, Failed, Succeeded]), Failed);
+        assert_eq!(EventStatus::aggregate([Failed, Dead, Pending]), Dead);
+        assert_eq!(EventStatus::aggregate([Skipped, Succeeded]), Succeeded);
     }
 }

@@ -8,18 +8,43 @@ use serde_json::{Value, json};
 use super::check::Check;
 use super::extract::{Bot, JsonBody, PageQuery, sealed_page};
 use super::{AppState, views};
+use crate::domain::endpoints::default_endpoint_id;
 use crate::domain::ids::new_id;
 use crate::domain::status::EventStatus;
 use crate::domain::time::{parse_rfc3339, rfc3339};
 use crate::error::{ApiError, ApiResult, FieldError};
-use crate::store::{AttemptRow, EventFilter, EventSummary, NewEvent};
+use crate::store::{AttemptRow, EndpointSel, EventFilter, EventSummary, NewEvent};
 
 pub fn routes(cfg: &mut utoipa_actix_web::service_config::ServiceConfig) {
     cfg.service(list_events)
         .service(test_event)
         .service(redeliver_all)
         .service(get_event)
-        .service(redeliver);
+        .service(redeliver)
+        .service(test_endpoint);
+}
+
+/// An endpoint id as the store names it: the chatbot's default endpoint or
+/// another.
+fn endpoint_sel(chatbot_id: &str, endpoint_id: &str) -> EndpointSel {
+    if endpoint_id == default_endpoint_id(chatbot_id) {
+        EndpointSel::Default
+    } else {
+        EndpointSel::Other(endpoint_id.to_string())
+    }
+}
+
+/// The optional `endpoint_id` of a redelivery body.
+fn endpoint_field(check: &mut Check<'_>) {
+    match check.get("endpoint_id") {
+        None => {}
+        Some(Value::String(s)) if !s.is_empty() && s.len() <= 200 => {}
+        Some(_) => check.push(FieldError::new(
+            "/endpoint_id",
+            "invalid_value",
+            "endpoint_id is an endpoint's id (`ep_…`)",
+        )),
+    }
 }
 
 fn payload_json(p: &[u8]) -> Value {
@@ -39,12 +64,17 @@ fn event_json(e: &EventSummary) -> Value {
     })
 }
 
-pub(super) fn attempt_json(a: &AttemptRow) -> Value {
+pub(super) fn attempt_json(chatbot_id: &str, a: &AttemptRow) -> Value {
     let headers = a
         .request_headers
         .as_deref()
         .and_then(|h| serde_json::from_str::<Value>(h).ok());
+    let endpoint_id = match &a.endpoint_id {
+        Some(id) => id.clone(),
+        None => default_endpoint_id(chatbot_id),
+    };
     json!({
+        "endpoint_id": endpoint_id,
         "number": a.number,
         "at": rfc3339(a.at),
         "status_code": a.status_code,
@@ -65,12 +95,15 @@ struct EventsQuery {
     event_type: Option<String>,
     /// One event by its id.
     event_id: Option<String>,
+    /// Only events with a delivery to this endpoint (`ep_…`); `status` is
+    /// then that delivery's.
+    endpoint_id: Option<String>,
     limit: Option<String>,
     cursor: Option<String>,
 }
 
 /// The deliveries log, newest first; filters `status`
-/// (`pending|succeeded|failed|dead`), `type` and `event_id`.
+/// (`pending|succeeded|failed|dead`), `type`, `event_id` and `endpoint_id`.
 #[utoipa::path(tag = "events", params(EventsQuery), responses((status = 200, description = "Events, newest first", body = views::EventPage), (status = 422, description = "validation_failed")), security(("api_key" = [])))]
 #[get("/api/v1/events")]
 async fn list_events(
@@ -82,8 +115,8 @@ async fn list_events(
     let mut errors = Vec::new();
     let status = match q.status.as_deref().map(str::parse::<EventStatus>) {
         None => None,
-        Some(Ok(s)) => Some(s),
-        Some(Err(_)) => {
+        Some(Ok(s)) if s != EventStatus::Skipped => Some(s),
+        Some(_) => {
             errors.push(FieldError::new(
                 "/status",
                 "invalid_value",
@@ -92,7 +125,11 @@ async fn list_events(
             None
         }
     };
-    for (key, v) in [("type", &q.event_type), ("event_id", &q.event_id)] {
+    for (key, v) in [
+        ("type", &q.event_type),
+        ("event_id", &q.event_id),
+        ("endpoint_id", &q.endpoint_id),
+    ] {
         if v.as_ref().is_some_and(|v| v.is_empty() || v.len() > 200) {
             errors.push(FieldError::new(
                 format!("/{key}"),
@@ -114,6 +151,7 @@ async fn list_events(
         status,
         event_type: q.event_type,
         event_id: q.event_id,
+        endpoint: q.endpoint_id.map(|id| endpoint_sel(&bot.0.id, &id)),
     };
     let page = st
         .store
@@ -123,35 +161,57 @@ async fn list_events(
     Ok(HttpResponse::Ok().json(sealed_page(&st, &scope, data, page.next_cursor)))
 }
 
-/// One event with every delivery attempt (with the request headers it sent).
-#[utoipa::path(tag = "events", responses((status = 200, description = "The event and its attempts", body = views::EventWithAttempts), (status = 404, description = "not_found")), security(("api_key" = [])))]
+/// One event with its deliveries, one per endpoint, and every attempt of
+/// them (with the request headers it sent).
+#[utoipa::path(tag = "events", responses((status = 200, description = "The event, its deliveries and their attempts", body = views::EventWithAttempts), (status = 404, description = "not_found")), security(("api_key" = [])))]
 #[get("/api/v1/events/{event_id}")]
 async fn get_event(
     bot: Bot,
     st: web::Data<AppState>,
     id: web::Path<String>,
 ) -> ApiResult<HttpResponse> {
-    let (e, attempts) = st.store.get_event(&bot.0.id, &id).await?;
-    let mut v = event_json(&e);
-    v["attempts"] = Value::Array(attempts.iter().map(attempt_json).collect());
+    let d = st.store.get_event(&bot.0.id, &id).await?;
+    let bid = bot.0.id.as_str();
+    let mut v = event_json(&d.event);
+    v["deliveries"] = d
+        .deliveries
+        .iter()
+        .map(|x| {
+            json!({
+                "endpoint_id": x.endpoint_id.clone().unwrap_or_else(|| default_endpoint_id(bid)),
+                "status": x.status.as_str(),
+                "attempts": x.attempts,
+            })
+        })
+        .collect();
+    v["attempts"] = d.attempts.iter().map(|a| attempt_json(bid, a)).collect();
     Ok(HttpResponse::Ok().json(v))
 }
 
-/// Deliver again: new attempts, the same `event_id` and body.
-#[utoipa::path(tag = "events", responses((status = 202, description = "Queued", body = views::Redelivery), (status = 404, description = "not_found")), security(("api_key" = [])))]
+/// Deliver again: new attempts, the same `event_id` and body; to one
+/// endpoint (`{"endpoint_id"}`) or to every endpoint it went to.
+#[utoipa::path(tag = "events", request_body(content = views::RedeliverOne, description = "No body, `{}`, or `{\"endpoint_id\"}`"), responses((status = 202, description = "Queued", body = views::Redelivery), (status = 404, description = "not_found: no such event, or no delivery of it to that endpoint"), (status = 422, description = "validation_failed")), security(("api_key" = [])))]
 #[post("/api/v1/events/{event_id}/redeliver")]
 async fn redeliver(
     bot: Bot,
     st: web::Data<AppState>,
     id: web::Path<String>,
+    body: JsonBody,
 ) -> ApiResult<HttpResponse> {
-    st.store.redeliver(&bot.0.id, &id, st.now_ms()).await?;
+    let mut check = Check::new(&body.0, &["endpoint_id"])?;
+    endpoint_field(&mut check);
+    let views::RedeliverOne { endpoint_id } = check.typed()?;
+    let endpoint = endpoint_id.map(|e| endpoint_sel(&bot.0.id, &e));
+    st.store
+        .redeliver(&bot.0.id, &id, endpoint, st.now_ms())
+        .await?;
     Ok(HttpResponse::Accepted()
         .json(json!({"event_id": id.as_str(), "status": EventStatus::Pending.as_str()})))
 }
 
-/// Redeliver every `dead` or `failed` event of the chatbot (created at or
-/// after `since`), each as one redelivery: `{"status", "since"?}`.
+/// Redeliver every `dead` or `failed` delivery of the chatbot (of events
+/// created at or after `since`; to one endpoint or to all), each as one
+/// redelivery: `{"status", "since"?, "endpoint_id"?}`.
 #[utoipa::path(tag = "events", request_body = views::RedeliverAll, responses((status = 202, description = "How many were queued", body = views::RedeliveryCount), (status = 422, description = "validation_failed with pointers")), security(("api_key" = [])))]
 #[post("/api/v1/events/redeliver")]
 async fn redeliver_all(
@@ -159,7 +219,8 @@ async fn redeliver_all(
     st: web::Data<AppState>,
     body: JsonBody,
 ) -> ApiResult<HttpResponse> {
-    let mut check = Check::new(&body.0, &["status", "since"])?;
+    let mut check = Check::new(&body.0, &["status", "since", "endpoint_id"])?;
+    endpoint_field(&mut check);
     let refused = match check.get("status") {
         None => Some(("required", "status is required")),
         Some(Value::String(s))
@@ -186,17 +247,22 @@ async fn redeliver_all(
             "since is an RFC 3339 timestamp string",
         )),
     }
-    let views::RedeliverAll { status, since } = check.typed()?;
+    let views::RedeliverAll {
+        status,
+        since,
+        endpoint_id,
+    } = check.typed()?;
     let since = since.as_deref().and_then(parse_rfc3339);
+    let endpoint = endpoint_id.map(|e| endpoint_sel(&bot.0.id, &e));
     let count = st
         .store
-        .redeliver_all(&bot.0.id, status, since, st.now_ms())
+        .redeliver_all(&bot.0.id, status, since, endpoint, st.now_ms())
         .await?;
     Ok(HttpResponse::Accepted().json(json!({"count": count})))
 }
 
-/// Send a signed `webhook.test` event through the delivery pipeline, to
-/// check the endpoint. Its attempts show in the deliveries log.
+/// Send a signed `webhook.test` event through the delivery pipeline to the
+/// default endpoint, to check it. Its attempts show in the deliveries log.
 #[utoipa::path(tag = "events", request_body(content = views::TestEventRequest, description = "No body, or `{}`"), responses((status = 202, description = "The test event queued", body = views::EventQueued), (status = 422, description = "validation_failed")), security(("api_key" = [])))]
 #[post("/api/v1/events/test")]
 async fn test_event(
@@ -206,21 +272,49 @@ async fn test_event(
     trace: super::extract::Trace,
 ) -> ApiResult<HttpResponse> {
     Check::new(&body.0, &[])?.finish()?;
+    send_test(&st, &bot.0.id, EndpointSel::Default, trace.0).await
+}
+
+/// Send a signed `webhook.test` event to this endpoint only, whatever its
+/// event types and filter (§13).
+#[utoipa::path(tag = "endpoints", request_body(content = views::TestEventRequest, description = "No body, or `{}`"), responses((status = 202, description = "The test event queued", body = views::EventQueued), (status = 404, description = "not_found"), (status = 422, description = "validation_failed")), security(("api_key" = [])))]
+#[post("/api/v1/endpoints/{endpoint_id}/test")]
+async fn test_endpoint(
+    bot: Bot,
+    st: web::Data<AppState>,
+    id: web::Path<String>,
+    body: JsonBody,
+    trace: super::extract::Trace,
+) -> ApiResult<HttpResponse> {
+    Check::new(&body.0, &[])?.finish()?;
+    let endpoint = endpoint_sel(&bot.0.id, &id);
+    send_test(&st, &bot.0.id, endpoint, trace.0).await
+}
+
+/// Queues a `webhook.test` of its own lane to one endpoint.
+async fn send_test(
+    st: &AppState,
+    chatbot_id: &str,
+    endpoint: EndpointSel,
+    trace: Option<String>,
+) -> ApiResult<HttpResponse> {
     let now = st.now_ms();
     let id = new_id("evt");
-    let payload = crate::domain::events::webhook_test(&id, &bot.0.id, &rfc3339(now));
-    st.store
-        .enqueue_event(NewEvent {
-            id: id.clone(),
-            chatbot_id: bot.0.id.clone(),
-            // Its own lane: a test neither waits for nor holds up a conversation.
-            conversation_id: id.clone(),
-            event_type: crate::domain::events::WEBHOOK_TEST,
-            payload,
-            created_at: now,
-            trace: trace.0,
-        })
-        .await?;
+    let payload = crate::domain::events::webhook_test(&id, chatbot_id, &rfc3339(now));
+    let event = NewEvent {
+        id: id.clone(),
+        chatbot_id: chatbot_id.to_string(),
+        // Its own lane: a test neither waits for nor holds up a conversation.
+        conversation_id: id.clone(),
+        event_type: crate::domain::events::WEBHOOK_TEST,
+        payload,
+        created_at: now,
+        trace,
+    };
+    match endpoint {
+        EndpointSel::Default => st.store.enqueue_event(event).await?,
+        EndpointSel::Other(ep) => st.store.enqueue_event_to(event, &ep).await?,
+    }
     crate::telemetry::metrics::event_accepted(crate::domain::events::WEBHOOK_TEST);
     Ok(HttpResponse::Accepted().json(json!({"event_id": id})))
 }

@@ -43,8 +43,8 @@ async fn send(bot: Bot, st: web::Data<AppState>, id: web::Path<String>) -> ApiRe
         st.store.redeliver(&bot.0.id, &id, st.now_ms()).await?;
     }
     let (sent, attempt) = match send_now(&st, &bot.0, &id).await? {
-        Sent::Now(a) => ("now", super::events::attempt_json(&a)),
-        Sent::ByQueue(a) => ("queue", super::events::attempt_json(&a)),
+        Sent::Now(a) => ("now", super::events::attempt_json(&bot.0.id, &a)),
+        Sent::ByQueue(a) => ("queue", super::events::attempt_json(&bot.0.id, &a)),
         Sent::Waiting => ("waiting", Value::Null),
     };
     let (e, _) = st.store.get_event(&bot.0.id, &id).await?;

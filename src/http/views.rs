@@ -238,6 +238,8 @@ pub struct TakenOver {
 /// One delivery attempt.
 #[derive(Serialize, ToSchema)]
 pub struct Attempt {
+    /// The endpoint it went to (`ep_…`).
+    pub endpoint_id: String,
     pub number: i64,
     pub at: String,
     pub status_code: Option<i64>,
@@ -257,8 +259,10 @@ pub struct Event {
     #[schema(rename = "type")]
     pub kind: String,
     pub created_at: String,
-    /// `pending`, `succeeded`, `failed` or `dead`.
+    /// `pending`, `succeeded`, `failed` or `dead`, over all of its
+    /// deliveries: the worst of them (`succeeded` when there is none).
     pub status: String,
+    /// Attempts over all of its deliveries.
     pub attempt_count: i64,
     pub next_attempt_at: Option<String>,
     /// The body delivered: one of the events under `webhooks`.
@@ -279,7 +283,28 @@ pub struct EventWithAttempts {
     pub next_attempt_at: Option<String>,
     #[schema(schema_with = any_object)]
     pub payload: Value,
+    /// One per endpoint the event went to (the default endpoint's first);
+    /// empty when no endpoint's event types and filter matched.
+    pub deliveries: Vec<Delivery>,
+    /// Every attempt of every delivery, oldest first.
     pub attempts: Vec<Attempt>,
+}
+
+/// An event's delivery to one endpoint (§13).
+#[derive(Serialize, ToSchema)]
+pub struct Delivery {
+    pub endpoint_id: String,
+    /// `pending`, `succeeded`, `failed` or `dead`.
+    pub status: String,
+    pub attempts: i64,
+}
+
+/// Which deliveries of an event to make again: one endpoint's, or (no
+/// body, `{}`) every endpoint's.
+#[derive(Deserialize, ToSchema)]
+pub struct RedeliverOne {
+    /// Only the delivery to this endpoint (`ep_…`).
+    pub endpoint_id: Option<String>,
 }
 
 /// Events, newest first.
@@ -305,6 +330,9 @@ pub struct RedeliverAll {
     pub status: EventStatus,
     /// Only events created at or after this time (RFC 3339).
     pub since: Option<String>,
+    /// Only the deliveries to this endpoint (`ep_…`); without it, every
+    /// endpoint's.
+    pub endpoint_id: Option<String>,
 }
 
 /// How many events were queued again.

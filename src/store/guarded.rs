@@ -259,32 +259,35 @@ impl<S: Store> Deliveries for Guarded<S> {
     ) -> BoxFut<'_, StoreResult<Page<EventSummary>>> {
         self.read(self.inner.list_events(chatbot_id, filter, limit, cursor))
     }
-    fn get_event(
-        &self,
-        chatbot_id: &str,
-        event_id: &str,
-    ) -> BoxFut<'_, StoreResult<(EventSummary, Vec<AttemptRow>)>> {
+    fn get_event(&self, chatbot_id: &str, event_id: &str) -> BoxFut<'_, StoreResult<EventDetail>> {
         self.read(self.inner.get_event(chatbot_id, event_id))
     }
     fn redeliver(
         &self,
         chatbot_id: &str,
         event_id: &str,
+        endpoint: Option<EndpointSel>,
         now_ms: i64,
     ) -> BoxFut<'_, StoreResult<()>> {
-        self.go(self.inner.redeliver(chatbot_id, event_id, now_ms))
+        self.go(self.inner.redeliver(chatbot_id, event_id, endpoint, now_ms))
     }
     fn redeliver_all(
         &self,
         chatbot_id: &str,
         status: EventStatus,
         since: Option<i64>,
+        endpoint: Option<EndpointSel>,
         now_ms: i64,
     ) -> BoxFut<'_, StoreResult<u64>> {
-        self.go(self.inner.redeliver_all(chatbot_id, status, since, now_ms))
+        self.go(self
+            .inner
+            .redeliver_all(chatbot_id, status, since, endpoint, now_ms))
     }
     fn enqueue_event(&self, event: NewEvent) -> BoxFut<'_, StoreResult<()>> {
         self.go(self.inner.enqueue_event(event))
+    }
+    fn enqueue_event_to(&self, event: NewEvent, endpoint_id: &str) -> BoxFut<'_, StoreResult<()>> {
+        self.go(self.inner.enqueue_event_to(event, endpoint_id))
     }
 }
 

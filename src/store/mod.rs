@@ -3,10 +3,13 @@
 
 pub mod cache;
 pub mod circuit;
+mod event_detail;
 pub mod guarded;
 pub mod postgres;
 pub mod script;
 pub mod sqlite;
+
+pub use event_detail::*;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -259,6 +262,8 @@ pub struct EventSummary {
 
 #[derive(Debug, Clone)]
 pub struct AttemptRow {
+    /// The endpoint it went to; `None`: the chatbot's default endpoint.
+    pub endpoint_id: Option<String>,
     pub number: u32,
     pub at: i64,
     pub status_code: Option<u16>,
@@ -272,9 +277,13 @@ pub struct AttemptRow {
 /// Filters of the deliveries log (`GET /api/v1/events`).
 #[derive(Debug, Clone, Default)]
 pub struct EventFilter {
+    /// Without `endpoint`: the event's aggregated status; with it: the
+    /// status of its delivery to that endpoint.
     pub status: Option<EventStatus>,
     pub event_type: Option<String>,
     pub event_id: Option<String>,
+    /// Only events with a delivery to this endpoint.
+    pub endpoint: Option<EndpointSel>,
 }
 
 /// Queue depth and the age of the oldest waiting delivery, for `/metrics`.
@@ -546,30 +555,34 @@ pub trait Deliveries: Send + Sync {
         limit: usize,
         cursor: Option<i64>,
     ) -> BoxFut<'_, StoreResult<Page<EventSummary>>>;
-    fn get_event(
-        &self,
-        chatbot_id: &str,
-        event_id: &str,
-    ) -> BoxFut<'_, StoreResult<(EventSummary, Vec<AttemptRow>)>>;
+    fn get_event(&self, chatbot_id: &str, event_id: &str) -> BoxFut<'_, StoreResult<EventDetail>>;
+    /// Delivers an event again: to one endpoint, or (`None`) to every
+    /// endpoint it went to. `NotFound` when it has no delivery there.
     fn redeliver(
         &self,
         chatbot_id: &str,
         event_id: &str,
+        endpoint: Option<EndpointSel>,
         now_ms: i64,
     ) -> BoxFut<'_, StoreResult<()>>;
-    /// Redelivers every event of the chatbot in `status` (`dead` or
-    /// `failed`) created at or after `since`, each as one redelivery.
-    /// Returns how many.
+    /// Redelivers every delivery of the chatbot in `status` (`dead` or
+    /// `failed`) of an event created at or after `since` (to one endpoint,
+    /// or to all), each as one redelivery. Returns how many.
     fn redeliver_all(
         &self,
         chatbot_id: &str,
         status: EventStatus,
         since: Option<i64>,
+        endpoint: Option<EndpointSel>,
         now_ms: i64,
     ) -> BoxFut<'_, StoreResult<u64>>;
     /// Queues an event that has no cause in a conversation (`webhook.test`);
     /// its `conversation_id` is its own delivery lane.
     fn enqueue_event(&self, event: NewEvent) -> BoxFut<'_, StoreResult<()>>;
+    /// Queues such an event to one endpoint other than the default only,
+    /// whatever its filter (`POST /api/v1/endpoints/{id}/test`). `NotFound`
+    /// when the chatbot has no such endpoint.
+    fn enqueue_event_to(&self, event: NewEvent, endpoint_id: &str) -> BoxFut<'_, StoreResult<()>>;
 }
 
 /// What a reviewer does from the dashboard: search conversations, and

@@ -155,10 +155,10 @@ pub fn answer_event_type(kind: &str) -> &'static str {
     }
 }
 
-/// The `endpoint_id` label of a delivery to `bot`: its default endpoint
-/// (the chatbot's `webhook_url`), named by the chatbot's id.
-pub fn endpoint_label(bot: &Chatbot) -> &str {
-    &bot.id
+/// The `endpoint_id` label of a delivery to `bot`'s default endpoint (the
+/// chatbot's `webhook_url`): that endpoint's id (§13).
+pub fn endpoint_label(bot: &Chatbot) -> String {
+    crate::domain::endpoints::default_endpoint_id(&bot.id)
 }
 
 /// How a delivery attempt ended, as counted.

@@ -8,11 +8,21 @@ pub(super) async fn redeliver_all(
     chatbot_id: String,
     status: EventStatus,
     since: Option<i64>,
+    endpoint: Option<EndpointSel>,
     now_ms: i64,
 ) -> StoreResult<u64> {
     let since = since.unwrap_or(i64::MIN);
     let mut tx = st.pool.begin().await?;
-    let n = if status == EventStatus::Failed {
+    let others = match &endpoint {
+        Some(EndpointSel::Default) => 0,
+        Some(EndpointSel::Other(id)) => {
+            redeliver_others(&mut tx, &chatbot_id, status, since, id, now_ms).await?
+        }
+        None => redeliver_others(&mut tx, &chatbot_id, status, since, "", now_ms).await?,
+    };
+    let n = if matches!(endpoint, Some(EndpointSel::Other(_))) {
+        0
+    } else if status == EventStatus::Failed {
         // Already queued: due now.
         sqlx::query(
             "UPDATE events SET next_attempt_at = $3
@@ -61,10 +71,41 @@ pub(super) async fn redeliver_all(
         }
         rows.len() as u64
     };
+    let n = n + others;
     tx.commit().await?;
     if n > 0 {
         st.hub.new_events.notify_one();
     }
+    Ok(n)
+}
+
+/// Redelivers the deliveries to endpoints other than the default (one, or
+/// all for `""`) in `status` of events created at or after `since`. Their
+/// order per conversation is kept by the claim, so no head to set.
+async fn redeliver_others(
+    tx: &mut Tx<'_>,
+    chatbot_id: &str,
+    status: EventStatus,
+    since: i64,
+    endpoint_id: &str,
+    now_ms: i64,
+) -> StoreResult<u64> {
+    let n = sqlx::query(
+        "UPDATE deliveries SET next_attempt_at = $4,
+           status = CASE WHEN status = 'dead' THEN 'pending' ELSE status END,
+           attempt_base = CASE WHEN status = 'dead' THEN attempts ELSE attempt_base END,
+           leased_until = CASE WHEN status = 'dead' THEN 0 ELSE leased_until END
+         WHERE chatbot_id = $1 AND status = $2 AND ($5 = '' OR endpoint_id = $5)
+           AND EXISTS (SELECT 1 FROM events e WHERE e.seq = deliveries.event_seq AND e.created_at >= $3)",
+    )
+    .bind(chatbot_id)
+    .bind(status.as_str())
+    .bind(since)
+    .bind(now_ms)
+    .bind(endpoint_id)
+    .execute(&mut **tx)
+    .await?
+    .rows_affected();
     Ok(n)
 }
 

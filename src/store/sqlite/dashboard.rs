@@ -5,6 +5,7 @@ use rusqlite::params;
 
 use super::*;
 use crate::domain::status::EventStatus;
+use crate::store::EndpointSel;
 
 impl SqliteStore {
     pub(super) async fn redeliver_all_impl(
@@ -12,12 +13,21 @@ impl SqliteStore {
         chatbot_id: String,
         status: EventStatus,
         since: Option<i64>,
+        endpoint: Option<EndpointSel>,
         now_ms: i64,
     ) -> StoreResult<u64> {
         let hub = self.hub.clone();
         let n = self
             .write(move |c| {
                 let since = since.unwrap_or(i64::MIN);
+                let others = match &endpoint {
+                    Some(EndpointSel::Default) => 0,
+                    Some(EndpointSel::Other(id)) => redeliver_others(c, &chatbot_id, status, since, id, now_ms)?,
+                    None => redeliver_others(c, &chatbot_id, status, since, "", now_ms)?,
+                };
+                if matches!(endpoint, Some(EndpointSel::Other(_))) {
+                    return Ok(others);
+                }
                 if status == EventStatus::Failed {
                     // Already queued: due now.
                     let n = c
@@ -26,7 +36,7 @@ impl SqliteStore {
                              WHERE chatbot_id = ?1 AND status = 'failed' AND created_at >= ?2",
                             params![chatbot_id, since, now_ms],
                         )?;
-                    return Ok(n as u64);
+                    return Ok(n as u64 + others);
                 }
                 let rows: Vec<(i64, String)> = c
                     .prepare_cached(
@@ -48,7 +58,7 @@ impl SqliteStore {
                     .and_then(|mut s| s.execute(params![seq, now_ms, conv]))?;
                     writer_cache::forget_active(conv);
                 }
-                Ok(rows.len() as u64)
+                Ok(rows.len() as u64 + others)
             })
             .await?;
         if n > 0 {
@@ -87,4 +97,27 @@ impl SqliteStore {
             next_cursor,
         })
     }
+}
+
+/// Redelivers the deliveries to endpoints other than the default (one, or
+/// all for `""`) in `status` of events created at or after `since`. Their
+/// order per conversation is kept by the claim, so no head to set.
+fn redeliver_others(
+    c: &Connection,
+    chatbot_id: &str,
+    status: EventStatus,
+    since: i64,
+    endpoint_id: &str,
+    now_ms: i64,
+) -> StoreResult<u64> {
+    let n = c.execute(
+        "UPDATE deliveries SET next_attempt_at = ?4,
+           status = CASE WHEN status = 'dead' THEN 'pending' ELSE status END,
+           attempt_base = CASE WHEN status = 'dead' THEN attempts ELSE attempt_base END,
+           leased_until = CASE WHEN status = 'dead' THEN 0 ELSE leased_until END
+         WHERE chatbot_id = ?1 AND status = ?2 AND (?5 = '' OR endpoint_id = ?5)
+           AND EXISTS (SELECT 1 FROM events e WHERE e.seq = deliveries.event_seq AND e.created_at >= ?3)",
+        params![chatbot_id, status.as_str(), since, now_ms, endpoint_id],
+    )?;
+    Ok(n as u64)
 }

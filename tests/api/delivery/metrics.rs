@@ -51,16 +51,17 @@ async fn metrics_expose_the_delivery_pipeline() {
         "blockhook_events_total{type=\"interaction.button_clicked\"}",
     );
     assert!(clicked.is_some_and(|n| n >= 2.0), "{text}");
-    // Per endpoint: this test's bots have endpoints of their own, so the
+    // Per endpoint (`ep_…`, a default endpoint's id is its chatbot's with
+    // `ep_` for `cb_`): this test's bots have endpoints of their own, so the
     // counts are this test's whatever else runs in the process.
     let ok = sample(
         &text,
-        &format!("blockhook_deliveries_total{{endpoint_id=\"{}\",outcome=\"succeeded\"}}", bot.id),
+        &format!("blockhook_deliveries_total{{endpoint_id=\"{}\",outcome=\"succeeded\"}}", bot.id.replacen("cb_", "ep_", 1)),
     );
     assert_eq!(ok, Some(1.0), "{text}");
     let failed = sample(
         &text,
-        &format!("blockhook_deliveries_total{{endpoint_id=\"{}\",outcome=\"failed\"}}", down.id),
+        &format!("blockhook_deliveries_total{{endpoint_id=\"{}\",outcome=\"failed\"}}", down.id.replacen("cb_", "ep_", 1)),
     );
     assert!(failed.is_some_and(|n| n >= 1.0), "{text}");
     assert!(
