@@ -31,7 +31,7 @@ pub enum Sent {
 /// (at most the delivery timeout and a second).
 pub async fn send_now(st: &Services, bot: &Chatbot, event_id: &str) -> StoreResult<Sent> {
     let store = &st.store;
-    let tried = store.get_event(&bot.id, event_id).await?.1.len();
+    let tried = store.get_event(&bot.id, event_id).await?.attempts.len();
     let deadline =
         tokio::time::Instant::now() + st.config.delivery_timeout + Duration::from_secs(1);
     let lease = (st.config.delivery_timeout * 3).max(Duration::from_secs(30));
@@ -54,13 +54,13 @@ pub async fn send_now(st: &Services, bot: &Chatbot, event_id: &str) -> StoreResu
             store.record_attempts(vec![rec]).await?;
             // What it leaves (a head promoted, a retry time) is the queue's.
             st.hub.new_events.notify_one();
-            let (_, attempts) = store.get_event(&bot.id, event_id).await?;
+            let attempts = store.get_event(&bot.id, event_id).await?.attempts;
             return Ok(attempts
                 .into_iter()
                 .find(|a| a.number == number)
                 .map_or(Sent::Waiting, Sent::Now));
         }
-        let (_, attempts) = store.get_event(&bot.id, event_id).await?;
+        let attempts = store.get_event(&bot.id, event_id).await?.attempts;
         if attempts.len() > tried
             && let Some(a) = attempts.into_iter().max_by_key(|a| a.number)
         {

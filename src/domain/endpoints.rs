@@ -6,12 +6,24 @@
 
 use serde_json::Value;
 
+use crate::domain::model::Chatbot;
+use crate::domain::time::rfc3339;
+
+mod body;
+pub mod stored;
+
+pub use body::{EndpointChange, parse_change};
+pub use stored::StoredEndpoint;
+
 /// The event types an endpoint may subscribe to.
 pub const EVENT_TYPES: [&str; 3] = [
     "interaction.button_clicked",
     "interaction.form_submitted",
     "message.received",
 ];
+
+/// A filter: each key with its allowed values, in the order given.
+pub type Filter = Vec<(String, Vec<Value>)>;
 
 /// Why an endpoint does not receive deliveries.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -76,7 +88,7 @@ pub struct Route {
     /// `None`: every type.
     pub event_types: Option<Vec<String>>,
     /// `None`: no filter. Each key with its allowed values.
-    pub filter: Option<Vec<(String, Vec<Value>)>>,
+    pub filter: Option<Filter>,
 }
 
 impl Route {
@@ -115,6 +127,192 @@ fn same(a: &Value, b: &Value) -> bool {
     match (a, b) {
         (Value::Number(x), Value::Number(y)) => x.as_f64() == y.as_f64(),
         _ => a == b,
+    }
+}
+
+/// An endpoint as the service keeps it (§13). The default endpoint is
+/// built from its chatbot's row (url, secrets, 410 state) and its settings
+/// row, when it has one.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Endpoint {
+    pub id: String,
+    pub chatbot_id: String,
+    pub is_default: bool,
+    pub url: String,
+    pub description: String,
+    /// `None`: every type.
+    pub event_types: Option<Vec<String>>,
+    /// `None`: no filter. Keys in the order given.
+    pub filter: Option<Filter>,
+    /// Whether a 2xx reply body is applied as a reply.
+    pub replies: bool,
+    pub rate_limit: Option<RateLimit>,
+    /// Extra request headers, in the order given.
+    pub headers: Vec<(String, String)>,
+    pub enabled: bool,
+    /// Set exactly when `enabled` is false.
+    pub disabled_reason: Option<DisabledReason>,
+    pub signing_secret: String,
+    /// The secret replaced by the last rotation and when it stops signing.
+    pub previous_secret: Option<(String, i64)>,
+    pub created_at: i64,
+    pub updated_at: i64,
+}
+
+impl Endpoint {
+    /// What routing needs of it.
+    pub fn route(&self) -> Route {
+        Route {
+            event_types: self.event_types.clone(),
+            filter: self.filter.clone(),
+        }
+    }
+
+    /// The secrets that sign a delivery at `now`: the current one, and the
+    /// previous one during its grace period.
+    pub fn live_secrets(&self, now_ms: i64) -> Vec<&str> {
+        let mut v = vec![self.signing_secret.as_str()];
+        if let Some((prev, until)) = &self.previous_secret
+            && *until > now_ms
+        {
+            v.push(prev);
+        }
+        v
+    }
+
+    /// The §13 endpoint object (never a secret).
+    pub fn to_json(&self) -> Value {
+        let filter = self.filter.as_ref().map(|f| {
+            Value::Object(
+                f.iter()
+                    .map(|(k, v)| (k.clone(), Value::Array(v.clone())))
+                    .collect(),
+            )
+        });
+        let headers: serde_json::Map<String, Value> = self
+            .headers
+            .iter()
+            .map(|(k, v)| (k.clone(), Value::String(v.clone())))
+            .collect();
+        serde_json::json!({
+            "id": self.id,
+            "url": self.url,
+            "description": self.description,
+            "default": self.is_default,
+            "event_types": self.event_types,
+            "filter": filter,
+            "replies": self.replies,
+            "rate_limit": self.rate_limit.map(RateLimit::format),
+            "headers": headers,
+            "enabled": self.enabled,
+            "disabled_reason": self.disabled_reason.map(DisabledReason::as_str),
+            "created_at": rfc3339(self.created_at),
+            "updated_at": rfc3339(self.updated_at),
+        })
+    }
+
+    /// A new endpoint of `chatbot_id` from a checked create body.
+    pub fn new(
+        id: String,
+        chatbot_id: &str,
+        change: EndpointChange,
+        signing_secret: String,
+        now_ms: i64,
+    ) -> Self {
+        let mut ep = Endpoint {
+            id,
+            chatbot_id: chatbot_id.to_string(),
+            is_default: false,
+            url: String::new(),
+            description: String::new(),
+            event_types: None,
+            filter: None,
+            replies: false,
+            rate_limit: None,
+            headers: Vec::new(),
+            enabled: true,
+            disabled_reason: None,
+            signing_secret,
+            previous_secret: None,
+            created_at: now_ms,
+            updated_at: now_ms,
+        };
+        ep.apply(change, now_ms);
+        ep
+    }
+
+    /// The chatbot's default endpoint: its url, secrets and 410 state from
+    /// the chatbot, the rest from its settings row (`settings`) or the
+    /// defaults.
+    pub fn default_of(bot: &Chatbot, settings: Option<&Endpoint>) -> Self {
+        let disabled_reason = bot.endpoint_disabled.then(|| {
+            settings
+                .and_then(|s| s.disabled_reason)
+                .unwrap_or(DisabledReason::Gone)
+        });
+        let s = settings;
+        Endpoint {
+            id: default_endpoint_id(&bot.id),
+            chatbot_id: bot.id.clone(),
+            is_default: true,
+            url: bot.webhook_url.clone(),
+            description: s.map(|s| s.description.clone()).unwrap_or_default(),
+            event_types: s.and_then(|s| s.event_types.clone()),
+            filter: s.and_then(|s| s.filter.clone()),
+            replies: s.is_none_or(|s| s.replies),
+            rate_limit: s.and_then(|s| s.rate_limit),
+            headers: s.map(|s| s.headers.clone()).unwrap_or_default(),
+            enabled: !bot.endpoint_disabled,
+            disabled_reason,
+            signing_secret: bot.signing_secret.clone(),
+            previous_secret: bot.previous_secret.clone(),
+            created_at: bot.created_at,
+            updated_at: s.map_or(bot.created_at, |s| s.updated_at),
+        }
+    }
+
+    /// Applies a checked create or patch body. A new `url` or
+    /// `enabled: true` ends a `gone`; `enabled: false` pauses it.
+    pub fn apply(&mut self, c: EndpointChange, now_ms: i64) {
+        if let Some(url) = c.url
+            && url != self.url
+        {
+            self.url = url;
+            if self.disabled_reason == Some(DisabledReason::Gone) {
+                self.enabled = true;
+                self.disabled_reason = None;
+            }
+        }
+        if let Some(d) = c.description {
+            self.description = d;
+        }
+        if let Some(t) = c.event_types {
+            self.event_types = t;
+        }
+        if let Some(f) = c.filter {
+            self.filter = f;
+        }
+        if let Some(r) = c.replies {
+            self.replies = r;
+        }
+        if let Some(r) = c.rate_limit {
+            self.rate_limit = r;
+        }
+        if let Some(h) = c.headers {
+            self.headers = h;
+        }
+        match c.enabled {
+            Some(true) => {
+                self.enabled = true;
+                self.disabled_reason = None;
+            }
+            Some(false) => {
+                self.enabled = false;
+                self.disabled_reason = Some(DisabledReason::Paused);
+            }
+            _ => {}
+        }
+        self.updated_at = now_ms;
     }
 }
 

@@ -1,18 +1,18 @@
 //! Admin: chatbots (admin token).
 
 use actix_web::{HttpResponse, get, patch, post, web};
-use base64::Engine;
 use serde_json::{Value, json};
 use std::time::Duration;
 
 use super::check::{Check, Need};
 use super::extract::{Admin, JsonBody, collection};
 use super::{AppState, views};
-use crate::delivery::ssrf;
-use crate::domain::ids::{hash_secret, new_id, new_secret, random_bytes};
+use crate::domain::endpoints::default_endpoint_id;
+use crate::domain::ids::{hash_secret, new_id, new_secret};
 use crate::domain::model::Chatbot;
 use crate::domain::origins::AllowedOrigins;
 use crate::error::{ApiError, ApiResult, FieldError};
+use crate::usecase::endpoints::{new_signing_secret, url_refusal};
 
 pub fn routes(cfg: &mut utoipa_actix_web::service_config::ServiceConfig) {
     cfg.service(create_chatbot)
@@ -20,15 +20,6 @@ pub fn routes(cfg: &mut utoipa_actix_web::service_config::ServiceConfig) {
         .service(get_chatbot)
         .service(update_chatbot)
         .service(rotate_secret);
-}
-
-const SECRET_GRACE_MS: i64 = 24 * 3600 * 1000;
-
-pub fn new_signing_secret() -> String {
-    format!(
-        "whsec_{}",
-        base64::engine::general_purpose::STANDARD.encode(random_bytes::<32>())
-    )
 }
 
 /// The shortest and longest `retention` (§10).
@@ -68,19 +59,9 @@ async fn check_webhook(st: &AppState, check: &mut Check<'_>) {
     else {
         return;
     };
-    // A host that does not resolve now may resolve later: it is checked
-    // again at every send, so only invalid and private URLs are refused here.
-    let code = match ssrf::check(url, st.config.allow_private_webhooks).await {
-        Ok(_) | Err(ssrf::Refusal::Unresolvable(_)) => return,
-        Err(ssrf::Refusal::Private(ip)) => (
-            "private_address",
-            format!(
-                "{ip} is not a public address; for a local receiver start the server with --allow-private-webhooks (BLOCKHOOK_ALLOW_PRIVATE_WEBHOOKS=1)"
-            ),
-        ),
-        Err(ssrf::Refusal::Invalid(m)) => ("invalid_url", m),
-    };
-    check.push(FieldError::new("/webhook_url", code.0, code.1));
+    if let Some(refusal) = url_refusal(st, url, "/webhook_url").await {
+        check.push(refusal);
+    }
 }
 
 /// Create a chatbot. The API key is shown only in this answer.
@@ -242,11 +223,8 @@ async fn rotate_secret(
     Ok(HttpResponse::Ok().json(json!({"signing_secret": secret})))
 }
 
-/// A new signing secret for chatbot `id`; the old one signs too for 24 h.
+/// A new signing secret for chatbot `id` (its default endpoint's); the
+/// old one signs too for 24 h.
 pub async fn rotate(st: &AppState, id: &str) -> ApiResult<String> {
-    let mut bot = st.store.get_chatbot(id).await?;
-    let old = std::mem::replace(&mut bot.signing_secret, new_signing_secret());
-    bot.previous_secret = Some((old, st.now_ms() + SECRET_GRACE_MS));
-    st.store.update_chatbot(bot.clone()).await?;
-    Ok(bot.signing_secret)
+    crate::usecase::endpoints::rotate(st, id, &default_endpoint_id(id)).await
 }

@@ -9,6 +9,7 @@ pub mod check;
 pub mod conns;
 pub mod conversations;
 pub mod cors;
+pub mod endpoints;
 pub mod events;
 pub mod extract;
 pub mod guard;
@@ -51,6 +52,7 @@ pub fn routes(cfg: &mut utoipa_actix_web::service_config::ServiceConfig) {
     conversations::routes(cfg);
     events::routes(cfg);
     send_now::routes(cfg);
+    endpoints::routes(cfg);
     inbox::routes(cfg);
     ask::routes(cfg);
     responses::routes(cfg);

@@ -40,6 +40,8 @@ macro_rules! file_schema {
 
 file_schema!(NewMessage, "`schemas/message.schema.json`.");
 file_schema!(Reply, "`schemas/reply.schema.json`.");
+file_schema!(NewEndpoint, "`schemas/endpoint.create.schema.json`.");
+file_schema!(EndpointChange, "`schemas/endpoint.schema.json`.");
 
 /// The schema files of `schemas/`, each with its component name.
 const FILES: &[(&str, &str, &str)] = &[
@@ -57,6 +59,16 @@ const FILES: &[(&str, &str, &str)] = &[
         "Reply",
         "reply.schema.json",
         include_str!("../../schemas/reply.schema.json"),
+    ),
+    (
+        "EndpointChange",
+        "endpoint.schema.json",
+        include_str!("../../schemas/endpoint.schema.json"),
+    ),
+    (
+        "NewEndpoint",
+        "endpoint.create.schema.json",
+        include_str!("../../schemas/endpoint.create.schema.json"),
     ),
     (
         "ButtonClickedEvent",

@@ -14,6 +14,7 @@ use super::extract::Bot;
 use super::{AppState, views};
 use crate::delivery::manual::{Sent, send_now};
 use crate::error::ApiResult;
+use crate::store::EndpointSel;
 
 pub fn routes(cfg: &mut utoipa_actix_web::service_config::ServiceConfig) {
     cfg.service(send);
@@ -38,16 +39,20 @@ pub struct SentNow {
 #[utoipa::path(tag = "events", operation_id = "events_send_now", responses((status = 200, description = "The attempt made now (or the queue's, when it was already on its way)", body = SentNow), (status = 401, description = "unauthorized"), (status = 404, description = "not_found")), security(("api_key" = [])))]
 #[post("/api/v1/events/{event_id}/send-now")]
 async fn send(bot: Bot, st: web::Data<AppState>, id: web::Path<String>) -> ApiResult<HttpResponse> {
-    let (e, _) = st.store.get_event(&bot.0.id, &id).await?;
+    let e = st.store.get_event(&bot.0.id, &id).await?.event;
     if !e.status.is_active() {
-        st.store.redeliver(&bot.0.id, &id, st.now_ms()).await?;
+        // The manual send is the default endpoint's delivery (the events
+        // row's own, the one the queue's claim takes).
+        st.store
+            .redeliver(&bot.0.id, &id, Some(EndpointSel::Default), st.now_ms())
+            .await?;
     }
     let (sent, attempt) = match send_now(&st, &bot.0, &id).await? {
         Sent::Now(a) => ("now", super::events::attempt_json(&bot.0.id, &a)),
         Sent::ByQueue(a) => ("queue", super::events::attempt_json(&bot.0.id, &a)),
         Sent::Waiting => ("waiting", Value::Null),
     };
-    let (e, _) = st.store.get_event(&bot.0.id, &id).await?;
+    let e = st.store.get_event(&bot.0.id, &id).await?.event;
     Ok(HttpResponse::Ok().json(json!({
         "event_id": id.as_str(),
         "sent": sent,

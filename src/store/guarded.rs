@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use super::circuit::{Call, Circuit};
 use super::*;
+use crate::domain::endpoints::Endpoint;
 
 pub struct Guarded<S> {
     inner: S,
@@ -328,5 +329,34 @@ impl<S: Store> Review for Guarded<S> {
         self.go(self
             .inner
             .claim_event(chatbot_id, event_id, now_ms, lease_until))
+    }
+}
+
+impl<S: Store> Endpoints for Guarded<S> {
+    fn endpoints_of(&self, chatbot_id: &str) -> BoxFut<'_, StoreResult<Vec<Endpoint>>> {
+        self.read(self.inner.endpoints_of(chatbot_id))
+    }
+    fn get_endpoint(&self, chatbot_id: &str, id: &str) -> BoxFut<'_, StoreResult<Endpoint>> {
+        self.read(self.inner.get_endpoint(chatbot_id, id))
+    }
+    fn create_endpoint(&self, ep: Endpoint) -> BoxFut<'_, StoreResult<()>> {
+        self.go(self.inner.create_endpoint(ep))
+    }
+    fn update_endpoint(&self, ep: Endpoint) -> BoxFut<'_, StoreResult<()>> {
+        self.go(self.inner.update_endpoint(ep))
+    }
+    fn delete_endpoint(&self, chatbot_id: &str, id: &str) -> BoxFut<'_, StoreResult<()>> {
+        self.go(self.inner.delete_endpoint(chatbot_id, id))
+    }
+    fn rotate_endpoint_secret(
+        &self,
+        chatbot_id: &str,
+        id: &str,
+        secret: String,
+        previous_until: i64,
+    ) -> BoxFut<'_, StoreResult<()>> {
+        self.go(self
+            .inner
+            .rotate_endpoint_secret(chatbot_id, id, secret, previous_until))
     }
 }

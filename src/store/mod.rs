@@ -3,6 +3,7 @@
 
 pub mod cache;
 pub mod circuit;
+pub mod endpoints;
 mod event_detail;
 pub mod guarded;
 pub mod postgres;
@@ -22,6 +23,8 @@ use crate::domain::interact::Action;
 use crate::domain::model::{Chatbot, Conversation, Message, Person};
 use crate::domain::origins::AllowedOrigins;
 use crate::domain::status::{EventStatus, InteractionStatus};
+
+pub use endpoints::Endpoints;
 
 pub type BoxFut<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
@@ -363,7 +366,17 @@ pub fn repeated_reply(stored: &str, body_hash: &str) -> StoreResult<ReplyOutcome
 /// write use cases inside them run one transaction script for both stores
 /// (see [`script`]).
 pub trait Store:
-    Accounts + Conversations + Inbox + Queue + Deliveries + Lifecycle + Review + Send + Sync + 'static
+    Accounts
+    + Conversations
+    + Inbox
+    + Queue
+    + Deliveries
+    + Endpoints
+    + Lifecycle
+    + Review
+    + Send
+    + Sync
+    + 'static
 {
     /// Whether other instances may write this store too (PostgreSQL): then
     /// nothing an instance holds in memory is the whole truth — streams poll

@@ -18,6 +18,7 @@ mod batch;
 mod chatbots;
 pub mod connect;
 mod dashboard;
+mod endpoints;
 mod events;
 mod inbox;
 mod interactions;

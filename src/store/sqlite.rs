@@ -22,6 +22,7 @@ mod chatbots;
 mod checkpoint;
 mod claims;
 mod dashboard;
+mod endpoints;
 mod events;
 mod inbox;
 mod interactions;

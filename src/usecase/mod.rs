@@ -3,6 +3,7 @@
 //! typing), with their dependencies held in one value, [`Services`].
 
 pub mod content;
+pub mod endpoints;
 pub mod reply;
 pub mod typing;
 

@@ -13,6 +13,7 @@ mod core;
 mod delivery;
 mod deploy;
 mod embed;
+mod endpoints;
 mod faults;
 mod inbox;
 mod lifecycle;

@@ -90,6 +90,13 @@ impl Accounts for PostgresStore {
             if n == 0 {
                 return Err(StoreError::NotFound);
             }
+            if !b.endpoint_disabled {
+                // A pause of the default endpoint ends with it (by either route).
+                sqlx::query("UPDATE endpoints SET enabled = 1, disabled_reason = NULL WHERE chatbot_id = $1 AND is_default = 1 AND enabled = 0")
+                    .bind(&b.id)
+                    .execute(&mut *tx)
+                    .await?;
+            }
             // Cached visitor tokens carry the chatbot's allowed origins.
             self.tokens_changed(&mut tx).await?;
             let mut notes = notify::Notes::new(&self.instance);

@@ -2,6 +2,10 @@
 
 use super::*;
 
+/// The default endpoint's settings row forgets a pause once the chatbot's
+/// endpoint is enabled again (by either route).
+pub(super) const END_DEFAULT_PAUSE: &str = "UPDATE endpoints SET enabled = 1, disabled_reason = NULL WHERE chatbot_id = ?1 AND is_default = 1 AND enabled = 0";
+
 impl Accounts for SqliteStore {
     fn meta_get_or_init(&self, key: &str, init: String) -> BoxFut<'_, StoreResult<String>> {
         let key = key.to_string();
@@ -66,6 +70,10 @@ impl Accounts for SqliteStore {
                     )?;
                 if n == 0 {
                     return Err(StoreError::NotFound);
+                }
+                if !b.endpoint_disabled {
+                    // A pause of the default endpoint ends with it.
+                    c.prepare_cached(END_DEFAULT_PAUSE)?.execute([&b.id])?;
                 }
                 Ok(())
             })
