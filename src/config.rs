@@ -84,6 +84,10 @@ pub struct ServeArgs {
     /// Attempts in all, the first included.
     #[arg(long, env = "BLOCKHOOK_RETRY_MAX_ATTEMPTS", default_value_t = 12)]
     pub retry_max_attempts: u32,
+    /// How long a delivery waits for a paused or gone endpoint before it
+    /// is `dead` (§13).
+    #[arg(long, env = "BLOCKHOOK_MAX_HOLD", default_value = "7d", value_parser = dur)]
+    pub max_hold: Duration,
     /// How long a response_url works.
     #[arg(long, env = "BLOCKHOOK_RESPONSE_URL_TTL", default_value = "24h", value_parser = dur)]
     pub response_url_ttl: Duration,
@@ -168,6 +172,7 @@ pub struct Config {
     pub retry_min_delay: Duration,
     pub retry_max_delay: Duration,
     pub retry_max_attempts: u32,
+    pub max_hold: Duration,
     pub response_url_ttl: Duration,
     pub endpoint_concurrency: usize,
     pub purge_interval: Duration,
@@ -200,6 +205,7 @@ impl std::fmt::Debug for Config {
             .field("retry_min_delay", &self.retry_min_delay)
             .field("retry_max_delay", &self.retry_max_delay)
             .field("retry_max_attempts", &self.retry_max_attempts)
+            .field("max_hold", &self.max_hold)
             .field("response_url_ttl", &self.response_url_ttl)
             .field("endpoint_concurrency", &self.endpoint_concurrency)
             .field("http_workers", &self.http_workers)
@@ -336,6 +342,7 @@ impl TryFrom<ServeArgs> for Config {
             retry_min_delay: a.retry_min_delay,
             retry_max_delay: a.retry_max_delay,
             retry_max_attempts: a.retry_max_attempts,
+            max_hold: a.max_hold,
             response_url_ttl: a.response_url_ttl,
             endpoint_concurrency: a.endpoint_concurrency.max(1),
             purge_interval: a.purge_interval.max(Duration::from_millis(10)),

@@ -24,6 +24,12 @@ pub struct Hub {
     /// (see [`crate::store::Queue::claim_queued`]): the claim loop takes
     /// them without reading the store's table.
     pub queued_events: Notify,
+    /// Events may have been committed that still need routing to other
+    /// endpoints (§13): the router reads them.
+    pub to_route: Notify,
+    /// Deliveries to endpoints other than the default may be due: the
+    /// fan-out claim loop reads them.
+    pub deliveries: Notify,
     /// Conversations showing `typing`, with the message clicked (this
     /// instance's view; a 30 s timeout ends typing everywhere).
     pub typing: parking_lot::Mutex<std::collections::HashMap<String, String>>,
@@ -97,6 +103,8 @@ impl Hub {
             api,
             new_events: Notify::new(),
             queued_events: Notify::new(),
+            to_route: Notify::new(),
+            deliveries: Notify::new(),
             typing: Default::default(),
             erased: Erased::default(),
         }

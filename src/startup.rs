@@ -26,6 +26,7 @@ pub struct Application {
     port: u16,
     server: actix_web::dev::Server,
     dispatcher: Arc<Dispatcher>,
+    fanout: Arc<delivery::fanout::Fanout>,
     purge: tokio::task::JoinHandle<()>,
     state: web::Data<AppState>,
     conns: Arc<http::conns::Conns>,
@@ -195,6 +196,8 @@ impl Application {
         );
         let dispatcher =
             delivery::spawn(state.clone().into_inner()).map_err(StartError::Unavailable)?;
+        let fanout =
+            delivery::fanout::spawn(state.clone().into_inner()).map_err(StartError::Unavailable)?;
         let purge = crate::lifecycle::spawn_purge(state.store.clone(), state.config.purge_interval);
         tracing::info!(
             open_file_limit = nofile,
@@ -228,6 +231,7 @@ impl Application {
             port: local.port(),
             server,
             dispatcher,
+            fanout,
             purge,
             state,
             conns,
@@ -281,7 +285,10 @@ impl Application {
     pub async fn run_until_stopped(self) -> std::io::Result<()> {
         let r = self.server.await;
         self.purge.abort();
-        self.dispatcher.stop(SHUTDOWN_GRACE).await;
+        tokio::join!(
+            self.dispatcher.stop(SHUTDOWN_GRACE),
+            self.fanout.stop(SHUTDOWN_GRACE)
+        );
         r
     }
 }

@@ -38,7 +38,8 @@ CREATE TABLE IF NOT EXISTS deliveries (
     leased_until        INTEGER NOT NULL DEFAULT 0,
     created_at          INTEGER NOT NULL
 );
-CREATE INDEX IF NOT EXISTS deliveries_by_event ON deliveries(event_seq);
+-- Unique: two routers (instances) never route one event to an endpoint twice.
+CREATE UNIQUE INDEX IF NOT EXISTS deliveries_by_event ON deliveries(event_seq, endpoint_id);
 CREATE INDEX IF NOT EXISTS deliveries_active ON deliveries(endpoint_id, conversation_id, seq) WHERE status IN ('pending', 'failed');
 CREATE INDEX IF NOT EXISTS deliveries_due ON deliveries(next_attempt_at) WHERE status IN ('pending', 'failed');
 

@@ -19,11 +19,47 @@ const EXCERPT: usize = 1024;
 /// The most of a response body read (a reply is at most this long).
 const MAX_BODY: usize = 1024 * 1024;
 
+/// Where one attempt goes: an endpoint's URL, its live secrets and extra
+/// headers, and whether its 2xx reply is applied.
+pub struct Target<'a> {
+    pub url: &'a str,
+    pub secrets: Vec<&'a str>,
+    pub headers: &'a [(String, String)],
+    pub replies: bool,
+    /// Its id as logged and counted.
+    pub endpoint_id: std::borrow::Cow<'a, str>,
+    pub chatbot_id: &'a str,
+}
+
+impl<'a> Target<'a> {
+    /// A chatbot's default endpoint: its `webhook_url` and secrets.
+    pub fn default_of(bot: &'a Chatbot, now_ms: i64) -> Self {
+        Target {
+            url: &bot.webhook_url,
+            secrets: bot.live_secrets(now_ms),
+            headers: &[],
+            replies: true,
+            endpoint_id: endpoint_label(bot).into(),
+            chatbot_id: &bot.id,
+        }
+    }
+}
+
 /// Sends attempt number `c.attempts + 1` of a claimed delivery to `bot`.
 pub async fn run(
     st: &Services,
     client: &reqwest::Client,
     bot: &Chatbot,
+    c: &Claimed,
+) -> AttemptRecord {
+    run_to(st, client, &Target::default_of(bot, now_ms()), c).await
+}
+
+/// Sends attempt number `c.attempts + 1` of a claimed delivery to `to`.
+pub async fn run_to(
+    st: &Services,
+    client: &reqwest::Client,
+    to: &Target<'_>,
     c: &Claimed,
 ) -> AttemptRecord {
     let number = c.attempts + 1;
@@ -41,7 +77,7 @@ pub async fn run(
         request_headers: None,
         next: AttemptNext::Succeeded,
     };
-    match send(st, client, bot, c, number, &mut rec.request_headers).await {
+    match send(st, client, to, c, number, &mut rec.request_headers).await {
         Ok(mut resp) => {
             let status = resp.status();
             rec.status_code = Some(status.as_u16());
@@ -56,7 +92,7 @@ pub async fn run(
                 rec.response_excerpt = Some(String::from_utf8_lossy(&body[..n]).into_owned());
             }
             if status.is_success() {
-                if complete {
+                if complete && to.replies {
                     rec.error = reply::apply(st, &c.payload, &body).await;
                 }
             } else if status == reqwest::StatusCode::GONE {
@@ -97,11 +133,12 @@ pub async fn run(
         AttemptNext::Dead => "dead",
         AttemptNext::RetryAt(_) => "retrying",
         AttemptNext::EndpointGone => "endpoint_gone",
+        AttemptNext::Skipped => "skipped",
     };
     tracing::info!(
         event_id = %rec.event_id,
-        endpoint_id = %endpoint_label(bot),
-        chatbot_id = %bot.id,
+        endpoint_id = %to.endpoint_id,
+        chatbot_id = %to.chatbot_id,
         attempt = number,
         status = rec.status_code,
         duration_ms = rec.duration_ms,
@@ -112,12 +149,12 @@ pub async fn run(
         "delivery attempt"
     );
     let counted = match rec.next {
-        AttemptNext::Succeeded => Outcome::Succeeded,
+        AttemptNext::Succeeded | AttemptNext::Skipped => Outcome::Succeeded,
         AttemptNext::Dead => Outcome::Dead,
         AttemptNext::RetryAt(_) => Outcome::Failed,
         AttemptNext::EndpointGone => Outcome::Gone,
     };
-    crate::telemetry::metrics::attempt(&endpoint_label(bot), counted, started.elapsed());
+    crate::telemetry::metrics::attempt(&to.endpoint_id, counted, started.elapsed());
     rec
 }
 
@@ -157,19 +194,21 @@ pub fn attempt_trace(event_trace: Option<&str>) -> TraceParent {
 async fn send(
     st: &Services,
     client: &reqwest::Client,
-    bot: &Chatbot,
+    to: &Target<'_>,
     c: &Claimed,
     number: u32,
     sent_headers: &mut Option<String>,
 ) -> Result<reqwest::Response, String> {
     // Parsed once: the checked URL is the one sent to.
-    let url = ssrf::check_literal(&bot.webhook_url, st.config.allow_private_webhooks)
+    let url = ssrf::check_literal(to.url, st.config.allow_private_webhooks)
         .map_err(|r| refusal_error(&r))?;
-    let now = now_ms();
-    let ts = now / 1000;
-    let sig = signing::header(&bot.live_secrets(now), &c.event_id, ts, &c.payload);
-    let req = client
-        .post(url)
+    let ts = now_ms() / 1000;
+    let sig = signing::header(&to.secrets, &c.event_id, ts, &c.payload);
+    let mut req = client.post(url);
+    for (k, v) in to.headers {
+        req = req.header(k.as_str(), v.as_str());
+    }
+    let req = req
         .header(reqwest::header::CONTENT_TYPE, "application/json")
         .header(WEBHOOK_ID, &c.event_id)
         .header(WEBHOOK_TIMESTAMP, reqwest::header::HeaderValue::from(ts))

@@ -10,11 +10,14 @@ pub mod attempt;
 pub mod breaker;
 pub mod client;
 pub mod manual;
+pub mod fanout;
 pub mod recorder;
 pub mod reply;
 pub mod retry;
+pub mod router;
 pub mod signing;
 pub mod ssrf;
+pub mod window;
 pub mod worker;
 
 pub use worker::{Dispatcher, spawn};

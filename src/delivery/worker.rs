@@ -14,6 +14,7 @@ use tokio_util::task::TaskTracker;
 
 use super::breaker::{Breaker, Outcome, Rest};
 use super::{attempt, recorder};
+use crate::domain::endpoints::Route;
 use crate::domain::model::Chatbot;
 use crate::domain::time::now_ms;
 use crate::store::{AttemptNext, AttemptRecord, Claimed};
@@ -37,6 +38,12 @@ const IDLE_POLL: Duration = Duration::from_secs(1);
 /// endpoint, and its circuit starts closed.
 const URL_CHECK: Duration = Duration::from_millis(250);
 
+/// How long the default endpoint's route of a chatbot is kept in memory.
+const ROUTE_TTL: Duration = Duration::from_secs(1);
+
+/// A chatbot's default route as read, and when.
+type CachedRoute = (Option<Arc<Route>>, Instant);
+
 /// What the dispatcher knows of one chatbot's endpoint.
 #[derive(Default)]
 struct Endpoint {
@@ -50,6 +57,9 @@ pub struct Dispatcher {
     client: reqwest::Client,
     /// Per chatbot: in-flight count and circuit state.
     endpoints: Mutex<HashMap<String, Endpoint>>,
+    /// Per chatbot: its default endpoint's route (`None`: no settings row,
+    /// every event goes) and when it was read.
+    default_routes: Mutex<HashMap<String, CachedRoute>>,
     url_checked: Mutex<Instant>,
     /// Event ids being sent, to release their leases if shutdown cuts them.
     in_flight: Mutex<HashSet<String>>,
@@ -78,6 +88,7 @@ pub fn spawn(state: Arc<Services>) -> Result<Arc<Dispatcher>, String> {
         state,
         client,
         endpoints: Mutex::new(HashMap::new()),
+        default_routes: Mutex::new(HashMap::new()),
         url_checked: Mutex::new(Instant::now()),
         in_flight: Mutex::new(HashSet::new()),
         global: Arc::new(Semaphore::new(GLOBAL_IN_FLIGHT)),
@@ -268,6 +279,9 @@ impl Dispatcher {
                 _ = tokio::time::sleep(wait) => true,
                 _ = self.stop_claiming.cancelled() => return,
             };
+            // Whatever woke this loop may have committed events to route
+            // to other endpoints (§13).
+            self.state.hub.to_route.notify_one();
         }
     }
 
@@ -309,10 +323,20 @@ impl Dispatcher {
             return false;
         }
         let bots = self.load_bots(&batch).await;
+        let routes = self.default_routes_of(&batch).await;
         let limit = self.state.config.endpoint_concurrency;
         let mut release = Vec::new();
         let mut back = Vec::new();
         for c in batch {
+            if let Some(route) = routes.get(&c.chatbot_id)
+                && !takes(route, &c.payload)
+            {
+                // The default endpoint does not take it: skipped unsent,
+                // and its conversation's next event becomes the head.
+                let _ = self.records.send(skipped(&c));
+                self.state.hub.new_events.notify_one();
+                continue;
+            }
             let bot = match bots.get(&c.chatbot_id) {
                 Some(Ok(b)) => b.clone(),
                 Some(Err(e)) => {
@@ -360,6 +384,41 @@ impl Dispatcher {
         }
         let permit = self.global.clone().try_acquire_owned().ok()?;
         Some((e.breaker.start(now), permit))
+    }
+
+    /// The default endpoints' routes of the batch's chatbots that have one
+    /// (read at most every [`ROUTE_TTL`]; most chatbots have none).
+    async fn default_routes_of(&self, batch: &[Claimed]) -> HashMap<String, Arc<Route>> {
+        let now = Instant::now();
+        let mut stale = Vec::new();
+        {
+            let mut cache = self.default_routes.lock();
+            cache.retain(|_, (_, at)| now.duration_since(*at) < ROUTE_TTL);
+            for c in batch {
+                if !cache.contains_key(&c.chatbot_id) && !stale.contains(&c.chatbot_id) {
+                    stale.push(c.chatbot_id.clone());
+                }
+            }
+        }
+        for id in stale {
+            let route = match self.state.store.default_route(&id).await {
+                Ok(r) => r.map(Arc::new),
+                Err(e) => {
+                    // Delivered as without a filter rather than held.
+                    tracing::warn!(error = %e, "reading the default endpoint's route failed");
+                    None
+                }
+            };
+            self.default_routes.lock().insert(id, (route, now));
+        }
+        let cache = self.default_routes.lock();
+        batch
+            .iter()
+            .filter_map(|c| {
+                let (r, _) = cache.get(&c.chatbot_id)?;
+                Some((c.chatbot_id.clone(), r.clone()?))
+            })
+            .collect()
     }
 
     /// Each chatbot of the batch, read once.
@@ -439,7 +498,7 @@ impl Dispatcher {
             }
             let record = attempt::run(&d.state, &d.client, &bot, &c).await;
             let outcome = match record.next {
-                AttemptNext::Succeeded => Outcome::Success,
+                AttemptNext::Succeeded | AttemptNext::Skipped => Outcome::Success,
                 AttemptNext::EndpointGone => Outcome::Disabled,
                 AttemptNext::RetryAt(_) | AttemptNext::Dead => Outcome::Failure,
             };
@@ -466,5 +525,33 @@ impl Dispatcher {
                 d.state.hub.new_events.notify_one();
             }
         });
+    }
+}
+
+/// Whether a route takes an event, from its stored body (§4: its `type`).
+/// An unreadable body goes (as without a filter).
+fn takes(route: &Route, payload: &[u8]) -> bool {
+    let Ok(v) = serde_json::from_slice::<serde_json::Value>(payload) else {
+        return true;
+    };
+    let ty = v.get("type").and_then(|t| t.as_str()).unwrap_or_default();
+    // A test goes to its endpoint whatever its filters.
+    ty == "webhook.test" || route.matches(ty, &v)
+}
+
+/// The record of an event its default endpoint does not take: no attempt.
+fn skipped(c: &Claimed) -> AttemptRecord {
+    AttemptRecord {
+        event_id: c.event_id.clone(),
+        seq: c.seq,
+        conversation_id: c.conversation_id.clone(),
+        number: c.attempts,
+        at_ms: now_ms(),
+        status_code: None,
+        duration_ms: 0,
+        error: None,
+        response_excerpt: None,
+        request_headers: None,
+        next: AttemptNext::Skipped,
     }
 }

@@ -153,7 +153,7 @@ async fn delete_endpoint(
 /// Issue a new signing secret for the endpoint; for 24 h deliveries carry
 /// signatures by both. The default endpoint's secret is the chatbot's:
 /// rotating either rotates both.
-#[utoipa::path(tag = "endpoints", responses((status = 200, description = "The new signing secret", body = views::SigningSecret), (status = 404, description = "not_found (also another chatbot's)")), security(("api_key" = [])))]
+#[utoipa::path(tag = "endpoints", operation_id = "rotate_endpoint_secret", responses((status = 200, description = "The new signing secret", body = views::SigningSecret), (status = 404, description = "not_found (also another chatbot's)")), security(("api_key" = [])))]
 #[post("/api/v1/endpoints/{id}/rotate-secret")]
 async fn rotate_secret(
     bot: Bot,

@@ -332,6 +332,55 @@ impl<S: Store> Review for Guarded<S> {
     }
 }
 
+impl<S: Store> fanout::Fanout for Guarded<S> {
+    fn unrouted(&self, limit: usize) -> BoxFut<'_, StoreResult<Vec<fanout::Unrouted>>> {
+        self.bg(self.inner.unrouted(limit))
+    }
+    fn routes_of(
+        &self,
+        chatbot_ids: Vec<String>,
+    ) -> BoxFut<'_, StoreResult<Vec<fanout::EndpointRoute>>> {
+        self.bg(self.inner.routes_of(chatbot_ids))
+    }
+    fn default_route(
+        &self,
+        chatbot_id: &str,
+    ) -> BoxFut<'_, StoreResult<Option<crate::domain::endpoints::Route>>> {
+        self.read(self.inner.default_route(chatbot_id))
+    }
+    fn route(
+        &self,
+        deliveries: Vec<fanout::NewDelivery>,
+        routed: Vec<i64>,
+    ) -> BoxFut<'_, StoreResult<()>> {
+        self.bg(self.inner.route(deliveries, routed))
+    }
+    fn claim_deliveries(
+        &self,
+        now_ms: i64,
+        lease_until: i64,
+        limit: usize,
+        skip: Vec<String>,
+    ) -> BoxFut<'_, StoreResult<Vec<fanout::ClaimedDelivery>>> {
+        self.read(
+            self.inner
+                .claim_deliveries(now_ms, lease_until, limit, skip),
+        )
+    }
+    fn record_delivery_attempts(
+        &self,
+        records: Vec<fanout::DeliveryRecord>,
+    ) -> BoxFut<'_, StoreResult<()>> {
+        self.bg(self.inner.record_delivery_attempts(records))
+    }
+    fn give_back_deliveries(&self, back: Vec<(i64, i64)>) -> BoxFut<'_, StoreResult<()>> {
+        self.bg(self.inner.give_back_deliveries(back))
+    }
+    fn expire_held(&self, cutoff_ms: i64) -> BoxFut<'_, StoreResult<u64>> {
+        self.bg(self.inner.expire_held(cutoff_ms))
+    }
+}
+
 impl<S: Store> Endpoints for Guarded<S> {
     fn endpoints_of(&self, chatbot_id: &str) -> BoxFut<'_, StoreResult<Vec<Endpoint>>> {
         self.read(self.inner.endpoints_of(chatbot_id))

@@ -5,6 +5,7 @@ pub mod cache;
 pub mod circuit;
 pub mod endpoints;
 mod event_detail;
+pub mod fanout;
 pub mod guarded;
 pub mod postgres;
 pub mod script;
@@ -238,14 +239,27 @@ pub enum AttemptNext {
     Dead,
     /// The endpoint said `410 Gone`: disable it; the delivery waits.
     EndpointGone,
+    /// The default endpoint's event types or filter do not take the event:
+    /// nothing was sent, no attempt is recorded, and the conversation's
+    /// next event becomes the head as after a success.
+    Skipped,
 }
 
 impl AttemptNext {
+    /// The status stored for the event or delivery after the attempt:
+    /// [`Self::status`], or `skipped`.
+    pub fn status_str(self) -> &'static str {
+        match self {
+            AttemptNext::Skipped => "skipped",
+            other => other.status().as_str(),
+        }
+    }
+
     /// The event's status after the attempt: a retry or a disabled endpoint
     /// leaves it `failed` (still queued).
     pub fn status(self) -> EventStatus {
         match self {
-            AttemptNext::Succeeded => EventStatus::Succeeded,
+            AttemptNext::Succeeded | AttemptNext::Skipped => EventStatus::Succeeded,
             AttemptNext::Dead => EventStatus::Dead,
             AttemptNext::RetryAt(_) | AttemptNext::EndpointGone => EventStatus::Failed,
         }
@@ -371,9 +385,10 @@ pub trait Store:
     + Inbox
     + Queue
     + Deliveries
-    + Endpoints
     + Lifecycle
     + Review
+    + Endpoints
+    + fanout::Fanout
     + Send
     + Sync
     + 'static

@@ -20,6 +20,7 @@ pub mod connect;
 mod dashboard;
 mod endpoints;
 mod events;
+mod fanout;
 mod inbox;
 mod interactions;
 mod lifecycle;

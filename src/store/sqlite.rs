@@ -24,6 +24,7 @@ mod claims;
 mod dashboard;
 mod endpoints;
 mod events;
+mod fanout;
 mod inbox;
 mod interactions;
 mod lifecycle;

@@ -3,6 +3,7 @@
 //! the real binary killed and restarted.
 
 mod endpoint;
+mod fanout;
 mod isolation;
 mod metrics;
 mod ordering;

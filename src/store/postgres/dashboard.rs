@@ -75,6 +75,7 @@ pub(super) async fn redeliver_all(
     tx.commit().await?;
     if n > 0 {
         st.hub.new_events.notify_one();
+        st.hub.deliveries.notify_one();
     }
     Ok(n)
 }

@@ -175,6 +175,7 @@ impl Deliveries for PostgresStore {
             }
             self.commit(tx, &[], &[], true).await?;
             self.hub.new_events.notify_one();
+            self.hub.deliveries.notify_one();
             Ok(())
         })
     }
@@ -201,6 +202,7 @@ impl Deliveries for PostgresStore {
             notes.send(&mut tx).await?;
             tx.commit().await?;
             self.hub.new_events.notify_one();
+            self.hub.deliveries.notify_one();
             Ok(())
         })
     }
@@ -266,6 +268,7 @@ impl Deliveries for PostgresStore {
             .await?;
             self.commit(tx, &[], &[], true).await?;
             self.hub.new_events.notify_one();
+            self.hub.deliveries.notify_one();
             Ok(())
         })
     }

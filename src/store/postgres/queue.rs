@@ -22,9 +22,10 @@ pub(super) async fn insert_event(tx: &mut Tx<'_>, e: &NewEvent) -> StoreResult<(
         return Err(StoreError::NotFound);
     }
     sqlx::query(
-        "INSERT INTO events (id, chatbot_id, conversation_id, type, payload, created_at, status, attempts, next_attempt_at, is_head, traceparent)
+        "INSERT INTO events (id, chatbot_id, conversation_id, type, payload, created_at, status, attempts, next_attempt_at, is_head, traceparent, routed)
          VALUES ($1, $2, $3, $4, $5, $6, 'pending', 0, $6,
-                 CASE WHEN EXISTS (SELECT 1 FROM events WHERE conversation_id = $3 AND status IN ('pending', 'failed')) THEN 0 ELSE 1 END, $7)",
+                 CASE WHEN EXISTS (SELECT 1 FROM events WHERE conversation_id = $3 AND status IN ('pending', 'failed')) THEN 0 ELSE 1 END, $7,
+                 CASE WHEN EXISTS (SELECT 1 FROM endpoints WHERE chatbot_id = $2 AND is_default = 0) THEN 0 ELSE 1 END)",
     )
     .bind(&e.id)
     .bind(&e.chatbot_id)
@@ -54,18 +55,20 @@ pub(super) async fn promote_next(tx: &mut Tx<'_>, conversation_id: &str) -> Stor
 /// the event stays its conversation's head.
 pub(super) fn attempt_outcome(rec: &AttemptRecord) -> (&'static str, i64, bool) {
     let (next, is_head) = match rec.next {
-        AttemptNext::Succeeded | AttemptNext::Dead => (0, false),
+        AttemptNext::Succeeded | AttemptNext::Dead | AttemptNext::Skipped => (0, false),
         AttemptNext::RetryAt(t) => (t, true),
         AttemptNext::EndpointGone => (rec.at_ms, true),
     };
-    (rec.next.status().as_str(), next, is_head)
+    (rec.next.status_str(), next, is_head)
 }
 
 /// Records one attempt; true when its conversation's next event may have
 /// become the head.
 pub(super) async fn record_one(tx: &mut Tx<'_>, rec: &AttemptRecord) -> StoreResult<bool> {
-    // Not for an event erased with its conversation while on the wire.
-    sqlx::query(
+    // Not for an event erased with its conversation while on the wire,
+    // nor for one skipped unsent.
+    if rec.next != AttemptNext::Skipped {
+        sqlx::query(
         "INSERT INTO attempts (event_id, number, at, status_code, duration_ms, error, response_excerpt, request_headers)
          SELECT $1, $2, $3, $4, $5, $6, $7, $8 WHERE EXISTS (SELECT 1 FROM events WHERE id = $1)
          ON CONFLICT (event_id, number) DO UPDATE SET at = EXCLUDED.at, status_code = EXCLUDED.status_code,
@@ -82,6 +85,7 @@ pub(super) async fn record_one(tx: &mut Tx<'_>, rec: &AttemptRecord) -> StoreRes
     .bind(&rec.request_headers)
     .execute(&mut **tx)
     .await?;
+    }
     let (status, next, is_head) = attempt_outcome(rec);
     if !is_head {
         lock_conversation(tx, &rec.conversation_id).await?;
@@ -113,9 +117,10 @@ pub(super) async fn record_one(tx: &mut Tx<'_>, rec: &AttemptRecord) -> StoreRes
 /// (one statement cannot update a row twice) and no endpoint to disable.
 pub(super) fn settable(records: &[AttemptRecord]) -> bool {
     let mut seen = std::collections::HashSet::with_capacity(records.len());
-    records
-        .iter()
-        .all(|r| r.next != AttemptNext::EndpointGone && seen.insert(r.event_id.as_str()))
+    records.iter().all(|r| {
+        !matches!(r.next, AttemptNext::EndpointGone | AttemptNext::Skipped)
+            && seen.insert(r.event_id.as_str())
+    })
 }
 
 /// Records a batch in two statements whatever its size (each round trip

@@ -64,6 +64,7 @@ impl SqliteStore {
         if n > 0 {
             self.claims.lock().cold_at(0);
             hub.new_events.notify_one();
+            hub.deliveries.notify_one();
         }
         Ok(n)
     }

@@ -152,6 +152,7 @@ impl Deliveries for SqliteStore {
             .await?;
             self.claims.lock().cold_at(0);
             hub.new_events.notify_one();
+            hub.deliveries.notify_one();
             Ok(())
         })
     }
@@ -201,6 +202,7 @@ impl Deliveries for SqliteStore {
             })
             .await?;
             hub.new_events.notify_one();
+            hub.deliveries.notify_one();
             Ok(())
         })
     }

@@ -5,6 +5,10 @@ use super::*;
 
 /// Inserts an event; returns it as a delivery to hand out at once when it
 /// is the head of its conversation (nothing earlier still to deliver).
+///
+/// `routed` is 0 when the chatbot has endpoints besides its default one
+/// (the router matches the event against them); a `webhook.test` goes to
+/// the default endpoint only.
 pub(super) fn insert_event(conn: &Connection, e: NewEvent) -> StoreResult<Option<Claimed>> {
     // Two plain statements: a RETURNING clause measured dearer than both.
     let known = writer_cache::active(&e.conversation_id);
@@ -17,8 +21,9 @@ pub(super) fn insert_event(conn: &Connection, e: NewEvent) -> StoreResult<Option
             .and_then(|mut s| s.query_row([&e.conversation_id], |r| r.get(0)))?,
     };
     conn.prepare_cached(
-        "INSERT INTO events (id, chatbot_id, conversation_id, type, payload, created_at, status, attempts, next_attempt_at, is_head, traceparent)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'pending', 0, ?6, ?7, ?8)",
+        "INSERT INTO events (id, chatbot_id, conversation_id, type, payload, created_at, status, attempts, next_attempt_at, is_head, traceparent, routed)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'pending', 0, ?6, ?7, ?8,
+                 CASE WHEN ?4 <> 'webhook.test' AND EXISTS (SELECT 1 FROM endpoints WHERE chatbot_id = ?2 AND is_default = 0) THEN 0 ELSE 1 END)",
     )
     .and_then(|mut s| {
         s.execute(params![
@@ -206,11 +211,13 @@ impl Queue for SqliteStore {
                     let mut gone = Vec::new();
                     for rec in &records {
                         let (next, is_head) = match rec.next {
-                            AttemptNext::Succeeded | AttemptNext::Dead => (0, false),
+                            AttemptNext::Succeeded | AttemptNext::Dead | AttemptNext::Skipped => {
+                                (0, false)
+                            }
                             AttemptNext::RetryAt(t) => (t, true),
                             AttemptNext::EndpointGone => (rec.at_ms, true),
                         };
-                        let status = rec.next.status().as_str();
+                        let status = rec.next.status_str();
                         let args = params![rec.seq, status, rec.number, next, is_head as i64];
                         // Whether the event was undelivered before: what
                         // keeps the writer's count of its conversation right.
@@ -237,6 +244,7 @@ impl Queue for SqliteStore {
                                 continue;
                             }
                         }
+                        if rec.next != AttemptNext::Skipped {
                         c.prepare_cached(
                             "INSERT OR REPLACE INTO attempts (event_id, number, at, status_code, duration_ms, error, response_excerpt, request_headers)
                              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
@@ -253,6 +261,7 @@ impl Queue for SqliteStore {
                                 rec.request_headers
                             ])
                         })?;
+                        }
                         if let AttemptNext::RetryAt(t) = rec.next {
                             retries.push(t);
                         }
@@ -336,12 +345,18 @@ impl Queue for SqliteStore {
             let ids = event_ids.clone();
             self.write_decided(false, move |c| {
                 match ids {
-                    None => c
-                        .prepare_cached(
+                    None => {
+                        c.prepare_cached(
                             "UPDATE events SET attempts = attempts + 1, leased_until = 0
                              WHERE leased_until > 0 AND status IN ('pending', 'failed')",
                         )?
-                        .execute([])?,
+                        .execute([])?
+                            + c.prepare_cached(
+                                "UPDATE deliveries SET attempts = attempts + 1, leased_until = 0
+                                 WHERE leased_until > 0 AND status IN ('pending', 'failed')",
+                            )?
+                            .execute([])?
+                    }
                     Some(ids) => {
                         let mut st =
                             c.prepare_cached("UPDATE events SET leased_until = 0 WHERE id = ?1")?;

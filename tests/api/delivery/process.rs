@@ -240,6 +240,75 @@ async fn a_delivery_resent_after_sigkill_carries_the_next_attempt_number() {
 }
 }
 
+store_test! {
+/// §13: killed with SIGKILL while clicks are delivered to three endpoints
+/// (one taking only `approve`), restarted, the server makes every matching
+/// delivery of every accepted click (on PostgreSQL once the leases of the
+/// killed server have run out).
+async fn sigkill_with_three_endpoints_loses_no_delivery() {
+    use crate::delivery::fanout::{add_endpoint, click, two_buttons};
+    let mut app = child_app().await;
+    let mut child = start(&app).await;
+    let slow = || Answer::status(200).delay(Duration::from_millis(30));
+    let main = Receiver::start().await;
+    let all = Receiver::start().await;
+    let yes = Receiver::start().await;
+    for r in [&main, &all, &yes] {
+        r.set_default(slow());
+    }
+    let bot = app.create_bot(&main.url).await;
+    add_endpoint(&app, &bot, &all.url, None, None, true).await;
+    add_endpoint(&app, &bot, &yes.url, Some(json!({"action_id": ["approve"]})), None, true).await;
+    let mut convs = Vec::new();
+    for _ in 0..6 {
+        let conv = app.create_conv(&bot).await;
+        let mid = two_buttons(&app, &bot, &conv).await;
+        convs.push((conv, mid));
+    }
+    let clicks = convs.iter().map(|(conv, mid)| {
+        let app = &app;
+        async move {
+            for i in 0..10 {
+                let action = if i % 2 == 0 { "approve" } else { "reject" };
+                click(app, conv, mid, action).await;
+            }
+        }
+    });
+    futures_util::future::join_all(clicks).await;
+    child.0.kill().expect("SIGKILL");
+    child.0.wait().expect("reaped");
+
+    app.port = refusing_port();
+    app.address = format!("http://127.0.0.1:{}", app.port);
+    let child = start(&app).await;
+    let events = app.events(&bot).await;
+    assert_eq!(events.len(), 60, "every click was accepted");
+    let every: HashSet<String> = events.iter().map(|e| e["event_id"].as_str().expect("id").to_string()).collect();
+    let approvals: HashSet<String> = events.iter()
+        .filter(|e| e["payload"]["action_id"] == "approve" || e["action_id"] == "approve")
+        .map(|e| e["event_id"].as_str().expect("id").to_string()).collect();
+    let deadline = Instant::now() + Duration::from_secs(100);
+    loop {
+        let got = |r: &Receiver| -> HashSet<String> { r.all().iter().map(webhook_id).collect() };
+        let (m, a, y) = (got(&main), got(&all), got(&yes));
+        let y_expected: HashSet<String> = every.iter()
+            .filter(|id| all.all().iter().any(|r| &webhook_id(r) == *id && r.json()["action_id"] == "approve"))
+            .cloned().collect();
+        if m == every && a == every && !y.is_empty() && y == y_expected && y_expected.len() == 30 {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "default {} / all {} / approve {} (expected {}) of 60",
+            m.len(), a.len(), y.len(), y_expected.len()
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let _ = approvals;
+    drop(child);
+}
+}
+
 /// (comm, nice) of every thread of process `pid`.
 fn threads_of(pid: u32) -> Vec<(u32, String, i32)> {
     let mut out = Vec::new();

@@ -246,9 +246,10 @@ fn write_sql(answering: bool, changing: bool, streaming: bool, args: Vec<String>
     parts.push(format!(
         "queued AS (
            INSERT INTO events (id, chatbot_id, conversation_id, type, payload, created_at, status, attempts,
-             next_attempt_at, is_head, leased_until, traceparent)
+             next_attempt_at, is_head, leased_until, traceparent, routed)
            SELECT id, bot, conv, type, payload, created, 'pending', 0, created, head,
-             CASE WHEN head = 1 THEN lease ELSE 0 END, trace
+             CASE WHEN head = 1 THEN lease ELSE 0 END, trace,
+             CASE WHEN EXISTS (SELECT 1 FROM endpoints WHERE chatbot_id = bot AND is_default = 0) THEN 0 ELSE 1 END
            FROM (SELECT u.*,
                CASE WHEN row_number() OVER (PARTITION BY conv ORDER BY ord) = 1
                       AND NOT EXISTS (SELECT 1 FROM events x WHERE x.conversation_id = u.conv

@@ -1,0 +1,184 @@
+//! What routing and fan-out ask of the store (§13): events still to be
+//! matched against a chatbot's other endpoints, the deliveries that
+//! matching creates, and their claims, attempts and leases.
+
+use serde_json::Value;
+
+use super::{AttemptRecord, BoxFut, Claimed, StoreResult};
+use crate::domain::endpoints::Route;
+
+/// An event with `routed = 0`: still to be matched.
+#[derive(Debug, Clone)]
+pub struct Unrouted {
+    pub seq: i64,
+    pub event_id: String,
+    pub chatbot_id: String,
+    pub conversation_id: String,
+    pub event_type: String,
+    pub payload: bytes::Bytes,
+    pub created_at: i64,
+}
+
+/// What the router needs of an endpoint other than the default.
+#[derive(Debug, Clone)]
+pub struct EndpointRoute {
+    pub id: String,
+    pub chatbot_id: String,
+    pub created_at: i64,
+    pub route: Route,
+}
+
+/// A delivery the router creates.
+#[derive(Debug, Clone)]
+pub struct NewDelivery {
+    pub event_seq: i64,
+    pub event_id: String,
+    pub endpoint_id: String,
+    pub chatbot_id: String,
+    pub conversation_id: String,
+    pub created_at: i64,
+}
+
+/// Where a claimed delivery goes, read with it.
+#[derive(Debug, Clone)]
+pub struct Target {
+    pub url: String,
+    pub signing_secret: String,
+    pub previous_secret: Option<String>,
+    pub previous_until: Option<i64>,
+    /// A JSON object of extra request headers.
+    pub headers: Option<String>,
+    pub replies: bool,
+    pub rate_limit: Option<String>,
+}
+
+impl Target {
+    /// The secrets that sign at `now`: the current one, and the previous
+    /// one during its overlap.
+    pub fn live_secrets(&self, now_ms: i64) -> Vec<&str> {
+        let mut v = vec![self.signing_secret.as_str()];
+        if let (Some(prev), Some(until)) = (&self.previous_secret, self.previous_until)
+            && until > now_ms
+        {
+            v.push(prev);
+        }
+        v
+    }
+
+    /// The extra headers as name/value pairs (none when unreadable).
+    pub fn header_pairs(&self) -> Vec<(String, String)> {
+        let Some(text) = &self.headers else {
+            return Vec::new();
+        };
+        match serde_json::from_str::<serde_json::Map<String, Value>>(text) {
+            Ok(m) => m
+                .into_iter()
+                .filter_map(|(k, v)| v.as_str().map(|s| (k, s.to_string())))
+                .collect(),
+            Err(_) => Vec::new(),
+        }
+    }
+}
+
+/// A delivery to an endpoint other than the default, claimed. `claim.seq`
+/// is the delivery's own seq.
+#[derive(Debug, Clone)]
+pub struct ClaimedDelivery {
+    pub claim: Claimed,
+    pub endpoint_id: String,
+    pub created_at: i64,
+    pub target: Target,
+}
+
+/// The outcome of one attempt of a delivery (`rec.seq`: the delivery's).
+#[derive(Debug, Clone)]
+pub struct DeliveryRecord {
+    pub endpoint_id: String,
+    pub rec: AttemptRecord,
+}
+
+/// Routing and fan-out (§13).
+pub trait Fanout: Send + Sync {
+    /// Up to `limit` events still to route, oldest first.
+    fn unrouted(&self, limit: usize) -> BoxFut<'_, StoreResult<Vec<Unrouted>>>;
+    /// The endpoints other than the default of these chatbots.
+    fn routes_of(&self, chatbot_ids: Vec<String>) -> BoxFut<'_, StoreResult<Vec<EndpointRoute>>>;
+    /// The default endpoint's route, when it has a settings row.
+    fn default_route(&self, chatbot_id: &str) -> BoxFut<'_, StoreResult<Option<Route>>>;
+    /// In one transaction: inserts the deliveries (once per event and
+    /// endpoint, and only for endpoints and events that still exist) and
+    /// marks the events routed.
+    fn route(&self, deliveries: Vec<NewDelivery>, routed: Vec<i64>) -> BoxFut<'_, StoreResult<()>>;
+    /// Claims up to `limit` due deliveries of enabled endpoints (not those
+    /// in `skip`) that head their (endpoint, conversation), leased until
+    /// `lease_until`, oldest due first.
+    fn claim_deliveries(
+        &self,
+        now_ms: i64,
+        lease_until: i64,
+        limit: usize,
+        skip: Vec<String>,
+    ) -> BoxFut<'_, StoreResult<Vec<ClaimedDelivery>>>;
+    /// Records attempts and moves each delivery on; a 410 disables its
+    /// endpoint (`gone`).
+    fn record_delivery_attempts(&self, records: Vec<DeliveryRecord>)
+    -> BoxFut<'_, StoreResult<()>>;
+    /// Gives back claimed deliveries unsent, each due again at its time.
+    fn give_back_deliveries(&self, back: Vec<(i64, i64)>) -> BoxFut<'_, StoreResult<()>>;
+    /// Ends the holding of deliveries that wait for a disabled endpoint
+    /// since before `cutoff_ms`: they become `dead`. Returns how many.
+    fn expire_held(&self, cutoff_ms: i64) -> BoxFut<'_, StoreResult<u64>>;
+}
+
+/// An endpoint's route from its stored `event_types` (a JSON list) and
+/// `filter` (a JSON object of lists); an unreadable one matches nothing.
+pub fn parse_route(event_types: Option<&str>, filter: Option<&str>) -> Route {
+    let nothing = || Route {
+        event_types: Some(Vec::new()),
+        filter: None,
+    };
+    let event_types = match event_types {
+        None => None,
+        Some(t) => match serde_json::from_str::<Vec<String>>(t) {
+            Ok(v) => Some(v),
+            Err(_) => return nothing(),
+        },
+    };
+    let filter = match filter {
+        None => None,
+        Some(f) => match serde_json::from_str::<serde_json::Map<String, Value>>(f) {
+            Ok(m) => Some(
+                m.into_iter()
+                    .map(|(k, v)| match v {
+                        Value::Array(a) => (k, a),
+                        other => (k, vec![other]),
+                    })
+                    .collect(),
+            ),
+            Err(_) => return nothing(),
+        },
+    };
+    Route {
+        event_types,
+        filter,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_stored_route_parses_and_an_unreadable_one_matches_nothing() {
+        let r = parse_route(
+            Some(r#"["interaction.button_clicked"]"#),
+            Some(r#"{"action_id":["a"]}"#),
+        );
+        assert!(r.matches("interaction.button_clicked", &json!({"action_id": "a"})));
+        assert!(!r.matches("interaction.button_clicked", &json!({"action_id": "b"})));
+        assert!(!r.matches("message.received", &json!({"action_id": "a"})));
+        assert!(parse_route(None, None).matches("x", &json!({})));
+        assert!(!parse_route(Some("{"), None).matches("x", &json!({})));
+    }
+}

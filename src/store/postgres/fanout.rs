@@ -1,0 +1,299 @@
+//! Routing and fan-out (§13) on PostgreSQL: events still to route, the
+//! deliveries to endpoints other than the default, their claims and
+//! attempts. Several instances may claim: a claim locks its rows with
+//! `FOR UPDATE SKIP LOCKED` and leases them in the same statement.
+
+use super::*;
+use crate::domain::endpoints::Route;
+use crate::store::fanout::*;
+
+fn claimed_row(r: &PgRow) -> Result<ClaimedDelivery, sqlx::Error> {
+    Ok(ClaimedDelivery {
+        claim: Claimed {
+            seq: r.try_get("seq")?,
+            event_id: r.try_get("event_id")?,
+            chatbot_id: r.try_get("chatbot_id")?,
+            conversation_id: r.try_get("conversation_id")?,
+            payload: bytes::Bytes::from(r.try_get::<Vec<u8>, _>("payload")?),
+            attempts: r.try_get::<i64, _>("attempts")? as u32,
+            attempt_base: r.try_get::<i64, _>("attempt_base")? as u32,
+            trace: r.try_get("traceparent")?,
+            bot: None,
+        },
+        endpoint_id: r.try_get("endpoint_id")?,
+        created_at: r.try_get("created_at")?,
+        target: Target {
+            url: r.try_get("url")?,
+            signing_secret: r.try_get("signing_secret")?,
+            previous_secret: r.try_get("previous_secret")?,
+            previous_until: r.try_get("previous_until")?,
+            headers: r.try_get("headers")?,
+            replies: r.try_get::<i64, _>("replies")? != 0,
+            rate_limit: r.try_get("rate_limit")?,
+        },
+    })
+}
+
+impl Fanout for PostgresStore {
+    fn unrouted(&self, limit: usize) -> BoxFut<'_, StoreResult<Vec<Unrouted>>> {
+        Box::pin(async move {
+            let rows = sqlx::query(
+                "SELECT seq, id, chatbot_id, conversation_id, type, payload, created_at
+                 FROM events WHERE routed = 0 ORDER BY seq LIMIT $1",
+            )
+            .bind(limit as i64)
+            .fetch_all(&self.pool)
+            .await?;
+            rows.iter()
+                .map(|r| {
+                    Ok(Unrouted {
+                        seq: r.try_get("seq")?,
+                        event_id: r.try_get("id")?,
+                        chatbot_id: r.try_get("chatbot_id")?,
+                        conversation_id: r.try_get("conversation_id")?,
+                        event_type: r.try_get("type")?,
+                        payload: bytes::Bytes::from(r.try_get::<Vec<u8>, _>("payload")?),
+                        created_at: r.try_get("created_at")?,
+                    })
+                })
+                .collect::<Result<_, sqlx::Error>>()
+                .map_err(StoreError::from)
+        })
+    }
+
+    fn routes_of(&self, chatbot_ids: Vec<String>) -> BoxFut<'_, StoreResult<Vec<EndpointRoute>>> {
+        Box::pin(async move {
+            let rows = sqlx::query(
+                "SELECT id, chatbot_id, created_at, event_types, filter FROM endpoints
+                 WHERE chatbot_id = ANY($1) AND is_default = 0 ORDER BY created_at, id",
+            )
+            .bind(&chatbot_ids)
+            .fetch_all(&self.pool)
+            .await?;
+            rows.iter()
+                .map(|r| {
+                    let types: Option<String> = r.try_get("event_types")?;
+                    let filter: Option<String> = r.try_get("filter")?;
+                    Ok(EndpointRoute {
+                        id: r.try_get("id")?,
+                        chatbot_id: r.try_get("chatbot_id")?,
+                        created_at: r.try_get("created_at")?,
+                        route: parse_route(types.as_deref(), filter.as_deref()),
+                    })
+                })
+                .collect::<Result<_, sqlx::Error>>()
+                .map_err(StoreError::from)
+        })
+    }
+
+    fn default_route(&self, chatbot_id: &str) -> BoxFut<'_, StoreResult<Option<Route>>> {
+        let chatbot_id = chatbot_id.to_string();
+        Box::pin(async move {
+            let row = sqlx::query(
+                "SELECT event_types, filter FROM endpoints WHERE chatbot_id = $1 AND is_default = 1",
+            )
+            .bind(&chatbot_id)
+            .fetch_optional(&self.pool)
+            .await?;
+            match row {
+                None => Ok(None),
+                Some(r) => {
+                    let types: Option<String> = r.try_get("event_types")?;
+                    let filter: Option<String> = r.try_get("filter")?;
+                    Ok(Some(parse_route(types.as_deref(), filter.as_deref())))
+                }
+            }
+        })
+    }
+
+    fn route(&self, deliveries: Vec<NewDelivery>, routed: Vec<i64>) -> BoxFut<'_, StoreResult<()>> {
+        Box::pin(async move {
+            let any = !deliveries.is_empty();
+            let mut tx = self.pool.begin().await?;
+            if any {
+                let n = deliveries.len();
+                let (mut seqs, mut ids, mut eps, mut bots, mut convs, mut ats) = (
+                    Vec::with_capacity(n),
+                    Vec::with_capacity(n),
+                    Vec::with_capacity(n),
+                    Vec::with_capacity(n),
+                    Vec::with_capacity(n),
+                    Vec::with_capacity(n),
+                );
+                for d in deliveries {
+                    seqs.push(d.event_seq);
+                    ids.push(d.event_id);
+                    eps.push(d.endpoint_id);
+                    bots.push(d.chatbot_id);
+                    convs.push(d.conversation_id);
+                    ats.push(d.created_at);
+                }
+                // In event order, so that a conversation's deliveries to
+                // one endpoint are numbered as its events are.
+                sqlx::query(
+                    "INSERT INTO deliveries (event_seq, event_id, endpoint_id, chatbot_id, conversation_id, status, next_attempt_at, created_at)
+                     SELECT u.seq, u.id, u.ep, u.bot, u.conv, 'pending', u.at, u.at
+                     FROM UNNEST($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bigint[])
+                       WITH ORDINALITY AS u(seq, id, ep, bot, conv, at, ord)
+                     WHERE EXISTS (SELECT 1 FROM endpoints p WHERE p.id = u.ep)
+                       AND EXISTS (SELECT 1 FROM events e WHERE e.seq = u.seq)
+                     ORDER BY u.ord
+                     ON CONFLICT (event_seq, endpoint_id) DO NOTHING",
+                )
+                .bind(&seqs)
+                .bind(&ids)
+                .bind(&eps)
+                .bind(&bots)
+                .bind(&convs)
+                .bind(&ats)
+                .execute(&mut *tx)
+                .await?;
+            }
+            sqlx::query("UPDATE events SET routed = 1 WHERE seq = ANY($1) AND routed = 0")
+                .bind(&routed)
+                .execute(&mut *tx)
+                .await?;
+            tx.commit().await?;
+            if any {
+                self.hub.deliveries.notify_one();
+            }
+            Ok(())
+        })
+    }
+
+    fn claim_deliveries(
+        &self,
+        now_ms: i64,
+        lease_until: i64,
+        limit: usize,
+        skip: Vec<String>,
+    ) -> BoxFut<'_, StoreResult<Vec<ClaimedDelivery>>> {
+        Box::pin(async move {
+            let rows = sqlx::query(
+                "WITH due AS (
+                   SELECT d.seq FROM deliveries d JOIN endpoints p ON p.id = d.endpoint_id
+                   WHERE d.status IN ('pending', 'failed') AND d.next_attempt_at <= $1 AND d.leased_until <= $1
+                     AND p.enabled = 1 AND d.endpoint_id <> ALL($4)
+                     AND NOT EXISTS (SELECT 1 FROM deliveries b
+                                     WHERE b.endpoint_id = d.endpoint_id AND b.conversation_id = d.conversation_id
+                                       AND b.status IN ('pending', 'failed') AND b.seq < d.seq)
+                   ORDER BY d.next_attempt_at, d.seq LIMIT $3
+                   FOR UPDATE OF d SKIP LOCKED),
+                 leased AS (
+                   UPDATE deliveries d SET leased_until = $2 FROM due WHERE d.seq = due.seq
+                   RETURNING d.*)
+                 SELECT l.seq, l.event_id, l.chatbot_id, l.conversation_id, e.payload, l.attempts, l.attempt_base,
+                        e.traceparent, l.endpoint_id, l.created_at, l.next_attempt_at, p.url, p.signing_secret,
+                        p.previous_secret, p.previous_until, p.headers, p.replies, p.rate_limit
+                 FROM leased l JOIN events e ON e.seq = l.event_seq JOIN endpoints p ON p.id = l.endpoint_id
+                 ORDER BY l.next_attempt_at, l.seq",
+            )
+            .bind(now_ms)
+            .bind(lease_until)
+            .bind(limit as i64)
+            .bind(&skip)
+            .fetch_all(&self.pool)
+            .await?;
+            rows.iter()
+                .map(claimed_row)
+                .collect::<Result<_, sqlx::Error>>()
+                .map_err(StoreError::from)
+        })
+    }
+
+    fn record_delivery_attempts(
+        &self,
+        records: Vec<DeliveryRecord>,
+    ) -> BoxFut<'_, StoreResult<()>> {
+        Box::pin(async move {
+            let mut tx = self.pool.begin().await?;
+            for r in &records {
+                let rec = &r.rec;
+                let next = match rec.next {
+                    AttemptNext::Succeeded | AttemptNext::Dead | AttemptNext::Skipped => 0,
+                    AttemptNext::RetryAt(t) => t,
+                    AttemptNext::EndpointGone => rec.at_ms,
+                };
+                let changed = sqlx::query(
+                    "UPDATE deliveries SET status = $2, attempts = GREATEST(attempts, $3), next_attempt_at = $4,
+                     leased_until = 0 WHERE seq = $1",
+                )
+                .bind(rec.seq)
+                .bind(rec.next.status_str())
+                .bind(rec.number as i64)
+                .bind(next)
+                .execute(&mut *tx)
+                .await?
+                .rows_affected();
+                if changed == 0 {
+                    // Deleted with its endpoint or event while on the wire.
+                    continue;
+                }
+                sqlx::query(
+                    "INSERT INTO delivery_attempts (delivery_seq, number, event_id, endpoint_id, at, status_code,
+                       duration_ms, error, response_excerpt, request_headers)
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+                     ON CONFLICT (delivery_seq, number) DO UPDATE SET at = EXCLUDED.at, status_code = EXCLUDED.status_code,
+                       duration_ms = EXCLUDED.duration_ms, error = EXCLUDED.error,
+                       response_excerpt = EXCLUDED.response_excerpt, request_headers = EXCLUDED.request_headers",
+                )
+                .bind(rec.seq)
+                .bind(rec.number as i64)
+                .bind(&rec.event_id)
+                .bind(&r.endpoint_id)
+                .bind(rec.at_ms)
+                .bind(rec.status_code.map(i64::from))
+                .bind(rec.duration_ms)
+                .bind(&rec.error)
+                .bind(&rec.response_excerpt)
+                .bind(&rec.request_headers)
+                .execute(&mut *tx)
+                .await?;
+                if rec.next == AttemptNext::EndpointGone {
+                    sqlx::query(
+                        "UPDATE endpoints SET enabled = 0, disabled_reason = 'gone', updated_at = $2 WHERE id = $1",
+                    )
+                    .bind(&r.endpoint_id)
+                    .bind(rec.at_ms)
+                    .execute(&mut *tx)
+                    .await?;
+                }
+            }
+            tx.commit().await?;
+            self.hub.deliveries.notify_one();
+            Ok(())
+        })
+    }
+
+    fn give_back_deliveries(&self, back: Vec<(i64, i64)>) -> BoxFut<'_, StoreResult<()>> {
+        Box::pin(async move {
+            if back.is_empty() {
+                return Ok(());
+            }
+            let (seqs, ats): (Vec<i64>, Vec<i64>) = back.into_iter().unzip();
+            sqlx::query(
+                "UPDATE deliveries d SET leased_until = 0, next_attempt_at = GREATEST(d.next_attempt_at, u.at)
+                 FROM UNNEST($1::bigint[], $2::bigint[]) AS u(seq, at) WHERE d.seq = u.seq",
+            )
+            .bind(&seqs)
+            .bind(&ats)
+            .execute(&self.pool)
+            .await?;
+            Ok(())
+        })
+    }
+
+    fn expire_held(&self, cutoff_ms: i64) -> BoxFut<'_, StoreResult<u64>> {
+        Box::pin(async move {
+            let r = sqlx::query(
+                "UPDATE deliveries SET status = 'dead', leased_until = 0
+                 WHERE status IN ('pending', 'failed') AND created_at < $1
+                   AND endpoint_id IN (SELECT id FROM endpoints WHERE enabled = 0)",
+            )
+            .bind(cutoff_ms)
+            .execute(&self.pool)
+            .await?;
+            Ok(r.rows_affected())
+        })
+    }
+}

@@ -1,0 +1,273 @@
+//! Routing and fan-out (§13) on SQLite: events still to route, the
+//! deliveries to endpoints other than the default, their claims and
+//! attempts. One process owns the file and runs one fan-out claim loop, so
+//! a claim reads its candidates on a read connection and leases them
+//! through the writer.
+
+use super::*;
+use crate::domain::endpoints::Route;
+use crate::store::fanout::*;
+
+/// The columns of a claimed delivery, with its event's and endpoint's.
+const CLAIM_COLS: &str = "d.seq, d.event_id, d.chatbot_id, d.conversation_id, e.payload, d.attempts, d.attempt_base,
+     e.traceparent, d.endpoint_id, d.created_at, p.url, p.signing_secret, p.previous_secret, p.previous_until,
+     p.headers, p.replies, p.rate_limit";
+
+fn claimed_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<ClaimedDelivery> {
+    Ok(ClaimedDelivery {
+        claim: Claimed {
+            seq: r.get(0)?,
+            event_id: r.get(1)?,
+            chatbot_id: r.get(2)?,
+            conversation_id: r.get(3)?,
+            payload: bytes::Bytes::from(r.get::<_, Vec<u8>>(4)?),
+            attempts: r.get(5)?,
+            attempt_base: r.get(6)?,
+            trace: r.get(7)?,
+            bot: None,
+        },
+        endpoint_id: r.get(8)?,
+        created_at: r.get(9)?,
+        target: Target {
+            url: r.get(10)?,
+            signing_secret: r.get(11)?,
+            previous_secret: r.get(12)?,
+            previous_until: r.get(13)?,
+            headers: r.get(14)?,
+            replies: r.get(15)?,
+            rate_limit: r.get(16)?,
+        },
+    })
+}
+
+impl Fanout for SqliteStore {
+    fn unrouted(&self, limit: usize) -> BoxFut<'_, StoreResult<Vec<Unrouted>>> {
+        let r = self.read(|c| {
+            c.prepare_cached(
+                "SELECT seq, id, chatbot_id, conversation_id, type, payload, created_at
+                 FROM events INDEXED BY events_unrouted WHERE routed = 0 ORDER BY seq LIMIT ?1",
+            )?
+            .query_map([limit as i64], |r| {
+                Ok(Unrouted {
+                    seq: r.get(0)?,
+                    event_id: r.get(1)?,
+                    chatbot_id: r.get(2)?,
+                    conversation_id: r.get(3)?,
+                    event_type: r.get(4)?,
+                    payload: bytes::Bytes::from(r.get::<_, Vec<u8>>(5)?),
+                    created_at: r.get(6)?,
+                })
+            })?
+            .collect()
+        });
+        Box::pin(async move { r })
+    }
+
+    fn routes_of(&self, chatbot_ids: Vec<String>) -> BoxFut<'_, StoreResult<Vec<EndpointRoute>>> {
+        let r = self.read(|c| {
+            let ids = serde_json::to_string(&chatbot_ids).unwrap_or_default();
+            c.prepare_cached(
+                "SELECT id, chatbot_id, created_at, event_types, filter FROM endpoints
+                 WHERE chatbot_id IN (SELECT value FROM json_each(?1)) AND is_default = 0
+                 ORDER BY created_at, id",
+            )?
+            .query_map([ids], |r| {
+                let types: Option<String> = r.get(3)?;
+                let filter: Option<String> = r.get(4)?;
+                Ok(EndpointRoute {
+                    id: r.get(0)?,
+                    chatbot_id: r.get(1)?,
+                    created_at: r.get(2)?,
+                    route: parse_route(types.as_deref(), filter.as_deref()),
+                })
+            })?
+            .collect()
+        });
+        Box::pin(async move { r })
+    }
+
+    fn default_route(&self, chatbot_id: &str) -> BoxFut<'_, StoreResult<Option<Route>>> {
+        let r = self.read(|c| {
+            c.prepare_cached(
+                "SELECT event_types, filter FROM endpoints WHERE chatbot_id = ?1 AND is_default = 1",
+            )?
+            .query_row([chatbot_id], |r| {
+                let types: Option<String> = r.get(0)?;
+                let filter: Option<String> = r.get(1)?;
+                Ok(parse_route(types.as_deref(), filter.as_deref()))
+            })
+            .optional()
+        });
+        Box::pin(async move { r })
+    }
+
+    fn route(&self, deliveries: Vec<NewDelivery>, routed: Vec<i64>) -> BoxFut<'_, StoreResult<()>> {
+        let any = !deliveries.is_empty();
+        let hub = self.hub.clone();
+        Box::pin(async move {
+            self.write_decided(true, move |c| {
+                let mut ins = c.prepare_cached(
+                    "INSERT OR IGNORE INTO deliveries (event_seq, event_id, endpoint_id, chatbot_id, conversation_id, status, next_attempt_at, created_at)
+                     SELECT ?1, ?2, ?3, ?4, ?5, 'pending', ?6, ?6
+                     WHERE EXISTS (SELECT 1 FROM endpoints WHERE id = ?3) AND EXISTS (SELECT 1 FROM events WHERE seq = ?1)",
+                )?;
+                for d in &deliveries {
+                    ins.execute(params![
+                        d.event_seq,
+                        d.event_id,
+                        d.endpoint_id,
+                        d.chatbot_id,
+                        d.conversation_id,
+                        d.created_at
+                    ])?;
+                }
+                let mut done = c.prepare_cached("UPDATE events SET routed = 1 WHERE seq = ?1")?;
+                for seq in routed {
+                    done.execute([seq])?;
+                }
+                Ok(())
+            })
+            .await?;
+            if any {
+                hub.deliveries.notify_one();
+            }
+            Ok(())
+        })
+    }
+
+    fn claim_deliveries(
+        &self,
+        now_ms: i64,
+        lease_until: i64,
+        limit: usize,
+        skip: Vec<String>,
+    ) -> BoxFut<'_, StoreResult<Vec<ClaimedDelivery>>> {
+        let found = self.read(|c| {
+            let skip = serde_json::to_string(&skip).unwrap_or_default();
+            c.prepare_cached(&format!(
+                "SELECT {CLAIM_COLS} FROM deliveries d
+                   JOIN endpoints p ON p.id = d.endpoint_id
+                   JOIN events e ON e.seq = d.event_seq
+                 WHERE d.status IN ('pending', 'failed') AND d.next_attempt_at <= ?1 AND d.leased_until <= ?1
+                   AND p.enabled = 1
+                   AND d.endpoint_id NOT IN (SELECT value FROM json_each(?2))
+                   AND NOT EXISTS (SELECT 1 FROM deliveries b INDEXED BY deliveries_active
+                                   WHERE b.endpoint_id = d.endpoint_id AND b.conversation_id = d.conversation_id
+                                     AND b.status IN ('pending', 'failed') AND b.seq < d.seq)
+                 ORDER BY d.next_attempt_at, d.seq LIMIT ?3"
+            ))?
+            .query_map(params![now_ms, skip, limit as i64], claimed_row)?
+            .collect::<rusqlite::Result<Vec<_>>>()
+        });
+        Box::pin(async move {
+            let found = found?;
+            if found.is_empty() {
+                return Ok(found);
+            }
+            let seqs: Vec<i64> = found.iter().map(|d| d.claim.seq).collect();
+            // Written before any is sent: a crash from here on counts the
+            // try when the lease is found at the next start.
+            self.write_decided(false, move |c| {
+                let mut st =
+                    c.prepare_cached("UPDATE deliveries SET leased_until = ?2 WHERE seq = ?1")?;
+                for seq in seqs {
+                    st.execute(params![seq, lease_until])?;
+                }
+                Ok(())
+            })
+            .await?;
+            Ok(found)
+        })
+    }
+
+    fn record_delivery_attempts(
+        &self,
+        records: Vec<DeliveryRecord>,
+    ) -> BoxFut<'_, StoreResult<()>> {
+        let hub = self.hub.clone();
+        Box::pin(async move {
+            self.write_decided(false, move |c| {
+                for r in &records {
+                    let rec = &r.rec;
+                    let next = match rec.next {
+                        AttemptNext::Succeeded | AttemptNext::Dead => 0,
+                        AttemptNext::RetryAt(t) => t,
+                        AttemptNext::EndpointGone => rec.at_ms,
+                        AttemptNext::Skipped => 0,
+                    };
+                    let changed = c
+                        .prepare_cached(
+                            "UPDATE deliveries SET status = ?2, attempts = max(attempts, ?3), next_attempt_at = ?4,
+                             leased_until = 0 WHERE seq = ?1",
+                        )?
+                        .execute(params![rec.seq, rec.next.status_str(), rec.number, next])?;
+                    if changed == 0 {
+                        // Deleted with its endpoint or event while on the wire.
+                        continue;
+                    }
+                    c.prepare_cached(
+                        "INSERT OR REPLACE INTO delivery_attempts (delivery_seq, number, event_id, endpoint_id, at, status_code,
+                           duration_ms, error, response_excerpt, request_headers)
+                         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+                    )?
+                    .execute(params![
+                        rec.seq,
+                        rec.number,
+                        rec.event_id,
+                        r.endpoint_id,
+                        rec.at_ms,
+                        rec.status_code,
+                        rec.duration_ms,
+                        rec.error,
+                        rec.response_excerpt,
+                        rec.request_headers
+                    ])?;
+                    if rec.next == AttemptNext::EndpointGone {
+                        c.prepare_cached(
+                            "UPDATE endpoints SET enabled = 0, disabled_reason = 'gone', updated_at = ?2 WHERE id = ?1",
+                        )?
+                        .execute(params![r.endpoint_id, rec.at_ms])?;
+                    }
+                }
+                Ok(())
+            })
+            .await?;
+            hub.deliveries.notify_one();
+            Ok(())
+        })
+    }
+
+    fn give_back_deliveries(&self, back: Vec<(i64, i64)>) -> BoxFut<'_, StoreResult<()>> {
+        Box::pin(async move {
+            if back.is_empty() {
+                return Ok(());
+            }
+            self.write_decided(false, move |c| {
+                let mut st = c.prepare_cached(
+                    "UPDATE deliveries SET leased_until = 0, next_attempt_at = max(next_attempt_at, ?2) WHERE seq = ?1",
+                )?;
+                for (seq, at) in back {
+                    st.execute(params![seq, at])?;
+                }
+                Ok(())
+            })
+            .await
+        })
+    }
+
+    fn expire_held(&self, cutoff_ms: i64) -> BoxFut<'_, StoreResult<u64>> {
+        Box::pin(async move {
+            self.write_decided(false, move |c| {
+                let n = c
+                    .prepare_cached(
+                        "UPDATE deliveries SET status = 'dead', leased_until = 0
+                         WHERE status IN ('pending', 'failed') AND created_at < ?1
+                           AND endpoint_id IN (SELECT id FROM endpoints WHERE enabled = 0)",
+                    )?
+                    .execute([cutoff_ms])?;
+                Ok(n as u64)
+            })
+            .await
+        })
+    }
+}
