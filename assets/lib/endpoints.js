@@ -245,9 +245,11 @@ export class EndpointsView {
       },
       cancel: () => {
         form.remove();
+        holder.hidden = false;
         button.focus();
       },
     });
+    holder.hidden = true;
     form.classList.add("new");
     form.setAttribute("aria-label", "New endpoint");
     holder.before(form);

@@ -9,8 +9,8 @@
 pub mod attempt;
 pub mod breaker;
 pub mod client;
-pub mod manual;
 pub mod fanout;
+pub mod manual;
 pub mod recorder;
 pub mod reply;
 pub mod retry;

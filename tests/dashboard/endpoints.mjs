@@ -3,7 +3,7 @@
 // pause, enable, test (its delivery seen), rotate (the secret once),
 // delete (confirmed), read-only, at 360 and 1280 px, light and dark, axe.
 
-const card = (id) => `[data-endpoint-id="${id}"]`;
+const card = (id) => `article.endpoint[data-endpoint-id="${id}"]`;
 
 /** The scenarios, given pages.mjs's helpers. */
 export function endpointScenarios({ input, WAIT, NARROW, DESKTOP, axe, shot, overflow, portalFrame }) {
@@ -44,9 +44,9 @@ export function endpointScenarios({ input, WAIT, NARROW, DESKTOP, axe, shot, ove
     });
   }
 
-  const ids = (t) => t.locator("[data-endpoint-id]").evaluateAll((cs) => cs.map((c) => ({
+  const ids = (t) => t.locator("article.endpoint").evaluateAll((cs) => cs.map((c) => ({
     id: c.dataset.endpointId, state: c.dataset.state, default: Boolean(c.querySelector(".ep-default")),
-    url: c.querySelector(".ep-url").textContent, actions: [...c.querySelectorAll("[data-act]")].map((b) => b.dataset.act),
+    url: c.querySelector(".ep-url").textContent, actions: [...c.querySelectorAll(":scope > .actions [data-act]")].map((b) => b.dataset.act),
   })));
 
   return {
@@ -116,7 +116,7 @@ export function endpointScenarios({ input, WAIT, NARROW, DESKTOP, axe, shot, ove
       out.afterCancel = (await ids(f)).map((e) => e.id);
       await f.click(`${card(id)} [data-act=delete]`);
       await f.click("dialog.confirm-dialog [data-confirm=yes]");
-      await f.waitForFunction((x) => !document.querySelector(`[data-endpoint-id="${x}"]`), id, { timeout: WAIT });
+      await f.waitForFunction((x) => !document.querySelector(`article.endpoint[data-endpoint-id="${x}"]`), id, { timeout: WAIT });
       out.after = await ids(f);
       out.textAfter = await f.evaluate(() => document.body.innerText);
       out.axe = await axe(f);
