@@ -65,7 +65,7 @@ export function endpointForm(e, { cls, submit, cancel, isNew }) {
     const row = h("div", { class: "field", dataset: { pointer: `/${name}` } }, h("label", { for: input.id }, label), input);
     return { input, row };
   };
-  const url = text("url", "URL", { type: "url", required: true, value: e.url || "", placeholder: "https://example.com/webhooks", autocomplete: "off", spellcheck: "false" });
+  const url = text("url", "URL", { type: "url", required: true, value: e.url || "", placeholder: "your receiver, e.g. example.com/webhooks", autocomplete: "off", spellcheck: "false" });
   const description = text("description", "Description (optional)", { value: e.description || "", maxlength: 200, autocomplete: "off" });
   const rate = text("rate_limit", "Rate limit (optional)", { value: e.rate_limit || "", placeholder: "10/s, 100/min or 1000/h", autocomplete: "off", spellcheck: "false" });
 

@@ -29,7 +29,7 @@ export class Events {
     sel.value = this.urls.has(keep) ? keep : "";
   }
 
-  /** "https://… (default)" for an endpoint id. */
+  /** "<url> (default)" for an endpoint id. */
   endpointName(id) {
     const e = this.urls.get(id);
     return e ? `${e.url}${e.default ? " (default)" : ""}` : id;
