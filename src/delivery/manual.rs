@@ -31,7 +31,7 @@ pub enum Sent {
 /// (at most the delivery timeout and a second).
 pub async fn send_now(st: &Services, bot: &Chatbot, event_id: &str) -> StoreResult<Sent> {
     let store = &st.store;
-    let tried = store.get_event(&bot.id, event_id).await?.attempts.len();
+    let tried = default_attempts(store.get_event(&bot.id, event_id).await?).len();
     let deadline =
         tokio::time::Instant::now() + st.config.delivery_timeout + Duration::from_secs(1);
     let lease = (st.config.delivery_timeout * 3).max(Duration::from_secs(30));
@@ -54,13 +54,13 @@ pub async fn send_now(st: &Services, bot: &Chatbot, event_id: &str) -> StoreResu
             store.record_attempts(vec![rec]).await?;
             // What it leaves (a head promoted, a retry time) is the queue's.
             st.hub.new_events.notify_one();
-            let attempts = store.get_event(&bot.id, event_id).await?.attempts;
+            let attempts = default_attempts(store.get_event(&bot.id, event_id).await?);
             return Ok(attempts
                 .into_iter()
                 .find(|a| a.number == number)
                 .map_or(Sent::Waiting, Sent::Now));
         }
-        let attempts = store.get_event(&bot.id, event_id).await?.attempts;
+        let attempts = default_attempts(store.get_event(&bot.id, event_id).await?);
         if attempts.len() > tried
             && let Some(a) = attempts.into_iter().max_by_key(|a| a.number)
         {
@@ -71,4 +71,13 @@ pub async fn send_now(st: &Services, bot: &Chatbot, event_id: &str) -> StoreResu
         }
         tokio::time::sleep(LOOK_AGAIN).await;
     }
+}
+
+/// The attempts of an event's delivery to its chatbot's default endpoint
+/// (the one a manual send makes).
+fn default_attempts(d: crate::store::EventDetail) -> Vec<crate::store::AttemptRow> {
+    d.attempts
+        .into_iter()
+        .filter(|a| a.endpoint_id.is_none())
+        .collect()
 }

@@ -403,6 +403,98 @@ mod tests {
         );
     }
 
+    fn endpoint() -> Endpoint {
+        let change = EndpointChange {
+            url: Some("https://a.example/h".into()),
+            ..Default::default()
+        };
+        Endpoint::new("ep_1".into(), "cb_1", change, "whsec_s".into(), 10)
+    }
+
+    fn change(v: Value) -> EndpointChange {
+        parse_change(&v, false).expect("a valid change")
+    }
+
+    #[test]
+    fn a_new_url_or_enabled_true_ends_gone_but_a_new_url_does_not_end_a_pause() {
+        let mut ep = endpoint();
+        assert_eq!(
+            (ep.enabled, ep.disabled_reason, ep.replies),
+            (true, None, false)
+        );
+        ep.enabled = false;
+        ep.disabled_reason = Some(DisabledReason::Gone);
+        ep.apply(
+            change(json!({"url": "https://a.example/h", "description": "d"})),
+            20,
+        );
+        assert_eq!(
+            ep.disabled_reason,
+            Some(DisabledReason::Gone),
+            "the same url"
+        );
+        ep.apply(change(json!({"url": "https://b.example/h"})), 30);
+        assert_eq!((ep.enabled, ep.disabled_reason), (true, None));
+        assert_eq!(ep.updated_at, 30);
+
+        ep.apply(change(json!({"enabled": false})), 40);
+        assert_eq!(ep.disabled_reason, Some(DisabledReason::Paused));
+        ep.apply(change(json!({"url": "https://c.example/h"})), 50);
+        assert_eq!(
+            (ep.enabled, ep.disabled_reason),
+            (false, Some(DisabledReason::Paused))
+        );
+        ep.apply(change(json!({"enabled": true})), 60);
+        assert_eq!((ep.enabled, ep.disabled_reason), (true, None));
+    }
+
+    #[test]
+    fn the_default_endpoint_is_its_chatbot_with_its_settings() {
+        let bot = Chatbot {
+            id: "cb_01JZYA7M3T0000000000000000".into(),
+            name: "n".into(),
+            webhook_url: "https://hook.example/".into(),
+            retention_ms: 1,
+            signing_secret: "whsec_bot".into(),
+            previous_secret: Some(("whsec_old".into(), 99)),
+            endpoint_disabled: false,
+            member_id: "mem_1".into(),
+            created_at: 5,
+            allowed_origins: Default::default(),
+        };
+        let d = Endpoint::default_of(&bot, None);
+        assert_eq!(d.id, "ep_01JZYA7M3T0000000000000000");
+        assert!(d.is_default && d.replies && d.enabled);
+        assert_eq!(
+            (d.url.as_str(), d.signing_secret.as_str()),
+            ("https://hook.example/", "whsec_bot")
+        );
+        assert_eq!(d.live_secrets(98), ["whsec_bot", "whsec_old"]);
+        assert_eq!(d.live_secrets(99), ["whsec_bot"]);
+        assert_eq!(d.to_json()["default"], true);
+        assert!(d.to_json().get("signing_secret").is_none());
+
+        let mut settings = endpoint();
+        settings.apply(
+            change(json!({"enabled": false, "replies": false, "description": "x"})),
+            70,
+        );
+        let mut bot = bot;
+        bot.endpoint_disabled = true;
+        let d = Endpoint::default_of(&bot, Some(&settings));
+        assert_eq!(
+            (d.enabled, d.disabled_reason),
+            (false, Some(DisabledReason::Paused))
+        );
+        assert_eq!(
+            (d.replies, d.description.as_str(), d.updated_at),
+            (false, "x", 70)
+        );
+        // Disabled by a 410 (no pause recorded): gone.
+        let d = Endpoint::default_of(&bot, None);
+        assert_eq!(d.disabled_reason, Some(DisabledReason::Gone));
+    }
+
     #[test]
     fn default_endpoint_ids_round_trip() {
         let id = default_endpoint_id("cb_01JZYA7M3T0000000000000000");

@@ -20,7 +20,7 @@ pub fn routes(cfg: &mut utoipa_actix_web::service_config::ServiceConfig) {
         .service(get_endpoint)
         .service(update_endpoint)
         .service(delete_endpoint)
-        .service(rotate_secret);
+        .service(rotate_endpoint_secret);
 }
 
 /// A filter value: a string, a number or a boolean.
@@ -155,7 +155,7 @@ async fn delete_endpoint(
 /// rotating either rotates both.
 #[utoipa::path(tag = "endpoints", operation_id = "rotate_endpoint_secret", responses((status = 200, description = "The new signing secret", body = views::SigningSecret), (status = 404, description = "not_found (also another chatbot's)")), security(("api_key" = [])))]
 #[post("/api/v1/endpoints/{id}/rotate-secret")]
-async fn rotate_secret(
+async fn rotate_endpoint_secret(
     bot: Bot,
     st: web::Data<AppState>,
     id: web::Path<String>,

@@ -39,17 +39,20 @@ pub struct SentNow {
 #[utoipa::path(tag = "events", operation_id = "events_send_now", responses((status = 200, description = "The attempt made now (or the queue's, when it was already on its way)", body = SentNow), (status = 401, description = "unauthorized"), (status = 404, description = "not_found")), security(("api_key" = [])))]
 #[post("/api/v1/events/{event_id}/send-now")]
 async fn send(bot: Bot, st: web::Data<AppState>, id: web::Path<String>) -> ApiResult<HttpResponse> {
-    let e = st.store.get_event(&bot.0.id, &id).await?.event;
-    if !e.status.is_active() {
-        // The manual send is the default endpoint's delivery (the events
-        // row's own, the one the queue's claim takes).
+    // The delivery to the default endpoint (§13: the events row's own).
+    let d = st.store.get_event(&bot.0.id, &id).await?;
+    let Some(default) = d.deliveries.iter().find(|x| x.endpoint_id.is_none()) else {
+        return Err(crate::store::StoreError::NotFound.into());
+    };
+    if !default.status.is_active() {
         st.store
             .redeliver(&bot.0.id, &id, Some(EndpointSel::Default), st.now_ms())
             .await?;
     }
+    let chatbot_id = bot.0.id.as_str();
     let (sent, attempt) = match send_now(&st, &bot.0, &id).await? {
-        Sent::Now(a) => ("now", super::events::attempt_json(&bot.0.id, &a)),
-        Sent::ByQueue(a) => ("queue", super::events::attempt_json(&bot.0.id, &a)),
+        Sent::Now(a) => ("now", super::events::attempt_json(chatbot_id, &a)),
+        Sent::ByQueue(a) => ("queue", super::events::attempt_json(chatbot_id, &a)),
         Sent::Waiting => ("waiting", Value::Null),
     };
     let e = st.store.get_event(&bot.0.id, &id).await?.event;

@@ -305,33 +305,6 @@ impl<S: Store> Lifecycle for Guarded<S> {
     }
 }
 
-impl<S: Store> Review for Guarded<S> {
-    fn search_conversations(
-        &self,
-        chatbot_id: &str,
-        query: String,
-        limit: usize,
-        cursor: Option<String>,
-        now_ms: i64,
-    ) -> BoxFut<'_, StoreResult<Page<ConversationSummary>>> {
-        self.read(
-            self.inner
-                .search_conversations(chatbot_id, query, limit, cursor, now_ms),
-        )
-    }
-    fn claim_event(
-        &self,
-        chatbot_id: &str,
-        event_id: &str,
-        now_ms: i64,
-        lease_until: i64,
-    ) -> BoxFut<'_, StoreResult<Option<Claimed>>> {
-        self.go(self
-            .inner
-            .claim_event(chatbot_id, event_id, now_ms, lease_until))
-    }
-}
-
 impl<S: Store> fanout::Fanout for Guarded<S> {
     fn unrouted(&self, limit: usize) -> BoxFut<'_, StoreResult<Vec<fanout::Unrouted>>> {
         self.bg(self.inner.unrouted(limit))
@@ -407,5 +380,32 @@ impl<S: Store> Endpoints for Guarded<S> {
         self.go(self
             .inner
             .rotate_endpoint_secret(chatbot_id, id, secret, previous_until))
+    }
+}
+
+impl<S: Store> Review for Guarded<S> {
+    fn search_conversations(
+        &self,
+        chatbot_id: &str,
+        query: String,
+        limit: usize,
+        cursor: Option<String>,
+        now_ms: i64,
+    ) -> BoxFut<'_, StoreResult<Page<ConversationSummary>>> {
+        self.read(
+            self.inner
+                .search_conversations(chatbot_id, query, limit, cursor, now_ms),
+        )
+    }
+    fn claim_event(
+        &self,
+        chatbot_id: &str,
+        event_id: &str,
+        now_ms: i64,
+        lease_until: i64,
+    ) -> BoxFut<'_, StoreResult<Option<Claimed>>> {
+        self.go(self
+            .inner
+            .claim_event(chatbot_id, event_id, now_ms, lease_until))
     }
 }

@@ -381,12 +381,12 @@ pub fn repeated_reply(stored: &str, body_hash: &str) -> StoreResult<ReplyOutcome
 /// (see [`script`]).
 pub trait Store:
     Accounts
+    + Review
     + Conversations
     + Inbox
     + Queue
     + Deliveries
     + Lifecycle
-    + Review
     + Endpoints
     + fanout::Fanout
     + Send

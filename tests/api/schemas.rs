@@ -1,7 +1,8 @@
 //! The JSON Schemas in `schemas/` and the fixtures in `fixtures/`: every
 //! fixture validates against the schema it is named after, the event schemas
 //! are strict, and every payload the server emits in a real flow validates
-//! against its event's schema with exactly the keys of the contract.
+//! against its event's schema with exactly the keys of the contract. The
+//! endpoint body schemas (§13) refuse and accept what the server does.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -419,4 +420,55 @@ fn every_new_field_type_has_a_fixture_that_validates_against_the_message_schema(
     let long_confirm = json!({"blocks": [{"type": "actions", "elements": [{"type": "button",
         "action_id": "a", "label": "A", "confirm": {"text": "x".repeat(301)}}]}]});
     assert!(!v.is_valid(&long_confirm), "confirm text ≤ 300");
+}
+
+store_test! {
+async fn the_endpoint_schemas_and_the_server_agree_on_what_is_a_valid_body() {
+    let create = compile("endpoint.create.schema.json");
+    let change = compile("endpoint.schema.json");
+    let app = spawn_app().await;
+    let bot = app.create_bot("http://127.0.0.1:9/hook").await;
+    let url = "http://127.0.0.1:9/x";
+    let many = |n: usize, key: &dyn Fn(usize) -> String, v: Value| {
+        Value::Object((0..n).map(|i| (key(i), v.clone())).collect())
+    };
+    let bodies = vec![
+        (json!({"url": url}), true),
+        (json!({"url": url, "event_types": null, "filter": null, "rate_limit": null, "headers": null, "description": null}), true),
+        (json!({"url": url, "event_types": ["message.received"], "filter": {"user.kind": ["visitor"], "values.n": [1, true, "x"]}}), true),
+        (json!({"url": url, "rate_limit": "3/h", "headers": {"X-A": "1"}, "replies": true, "enabled": false}), true),
+        (json!({"url": url, "filter": many(10, &|i| format!("message_metadata.k{i}"), json!(["v"]))}), true),
+        (json!({"url": url, "headers": many(10, &|i| format!("X-{i}"), json!("v"))}), true),
+        (json!({}), false),
+        (json!({"url": url, "event_types": ["message.sent"]}), false),
+        (json!({"url": url, "event_types": []}), false),
+        (json!({"url": url, "filter": {"nope": ["x"]}}), false),
+        (json!({"url": url, "filter": {"user.email": ["x"]}}), false),
+        (json!({"url": url, "filter": {"action_id": []}}), false),
+        (json!({"url": url, "filter": {"action_id": [{"a": 1}]}}), false),
+        (json!({"url": url, "filter": many(11, &|i| format!("values.k{i}"), json!(["v"]))}), false),
+        (json!({"url": url, "headers": {"Content-Type": "x"}}), false),
+        (json!({"url": url, "headers": {"WEBHOOK-ID": "x"}}), false),
+        (json!({"url": url, "headers": {"te": "x"}}), false),
+        (json!({"url": url, "headers": {"X A": "x"}}), false),
+        (json!({"url": url, "headers": {"X-A": "line\nbreak"}}), false),
+        (json!({"url": url, "headers": many(11, &|i| format!("X-{i}"), json!("v"))}), false),
+        (json!({"url": url, "rate_limit": "5/day"}), false),
+        (json!({"url": url, "rate_limit": "0/s"}), false),
+        (json!({"url": url, "replies": "yes"}), false),
+        (json!({"url": url, "signing_secret": "whsec_x"}), false),
+    ];
+    for (body, valid) in bodies {
+        assert_eq!(errors(&create, &body).is_empty(), valid, "schema: {body}");
+        let r = app.post("/api/v1/endpoints", &bot.api_key, &body).await;
+        assert_eq!(r.status().as_u16(), if valid { 201 } else { 422 }, "server: {body}");
+        // The change schema is the same without `url` required.
+        let mut patch = body.clone();
+        if let Some(o) = patch.as_object_mut() {
+            o.remove("url");
+        }
+        let patch_valid = valid || body == json!({});
+        assert_eq!(errors(&change, &patch).is_empty(), patch_valid, "change schema: {patch}");
+    }
+}
 }

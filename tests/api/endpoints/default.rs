@@ -95,6 +95,12 @@ async fn a_gone_default_endpoint_is_enabled_again_by_a_new_url_or_enabled_true()
     let mut rx = Receiver::start_with(vec![Answer::status(410)]).await;
     let bot = app.create_bot(&rx.url).await;
     let path = format!("/api/v1/endpoints/{}", default_id(&bot));
+    // A pause ended through the chatbot's own route is over for good: the
+    // 410 below reads `gone`, not the old `paused`.
+    call(&app, &bot, Method::PATCH, &path, Some(&json!({"enabled": false}))).await;
+    patch_bot(&app, &bot, json!({"endpoint_disabled": false})).await;
+    let d = json_with(call(&app, &bot, Method::GET, &path, None).await, 200).await;
+    assert_eq!((d["enabled"].clone(), d["disabled_reason"].clone()), (json!(true), Value::Null));
     conversation_with_click(&app, &bot).await;
     let first = rx.take(1, Duration::from_secs(5)).await.remove(0);
     let deadline = tokio::time::Instant::now() + Duration::from_secs(3);
