@@ -206,6 +206,8 @@ export class EndpointsView {
     const r = await this.call("DELETE", ep(e));
     if (!r.ok) return this.say(result, this.problem(r), true);
     await this.load();
+    const add = this.root.querySelector("[data-act=add]");
+    if (add) add.focus();
     if (this.opts.onChange) this.opts.onChange();
   }
 

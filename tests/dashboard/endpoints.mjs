@@ -111,8 +111,20 @@ export function endpointScenarios({ input, WAIT, NARROW, DESKTOP, axe, shot, ove
       await f.click(`${card(id)} [data-act=copy]`);
       await f.waitForSelector(`${card(id)} .copy-note:not(:empty)`, { timeout: WAIT });
 
+      // Edit: the form filled with the endpoint, saved.
+      await f.click(`${card(id)} [data-act=edit]`);
+      out.editUrl = await f.locator(`${card(id)} form input[name=url]`).inputValue();
+      await f.fill(`${card(id)} form input[name=description]`, "Order system");
+      await f.click(`${card(id)} form button[type=submit]`);
+      await f.waitForSelector(`${card(id)} .ep-desc`, { timeout: WAIT });
+      out.edited = await f.locator(`${card(id)} .ep-desc`).innerText();
+
+      // Delete: the dialog takes the focus (on Cancel) and Escape closes it.
       await f.click(`${card(id)} [data-act=delete]`);
-      await f.click("dialog.confirm-dialog [data-confirm=no]");
+      await f.waitForSelector("dialog.confirm-dialog[open]", { timeout: WAIT });
+      out.dialogFocus = await f.evaluate(() => document.activeElement.dataset.confirm);
+      await page.keyboard.press("Escape");
+      out.dialogClosed = await f.locator("dialog.confirm-dialog").count();
       out.afterCancel = (await ids(f)).map((e) => e.id);
       await f.click(`${card(id)} [data-act=delete]`);
       await f.click("dialog.confirm-dialog [data-confirm=yes]");

@@ -116,7 +116,12 @@ async fn an_endpoint_is_added_paused_tested_rotated_and_deleted_in_the_framed_po
     assert_ne!(rotated, first_secret);
     no_violations("the confirmation dialog", &out["axeDialog"]);
 
-    // Deleted after a confirmation (cancelled first).
+    assert_eq!(out["editUrl"], receiver.url.as_str(), "the edit form is filled");
+    assert_eq!(out["edited"], "Order system");
+
+    // Deleted after a confirmation (cancelled first, from the keyboard).
+    assert_eq!(out["dialogFocus"], "no", "the dialog starts on Cancel");
+    assert_eq!(out["dialogClosed"], 0, "Escape closes it");
     assert!(out["afterCancel"].as_array().is_some_and(|l| l.iter().any(|x| x == id.as_str())));
     assert_eq!(out["after"].as_array().map(Vec::len), Some(1), "{}", out["after"]);
     assert!(!out["textAfter"].as_str().expect("text").contains("whsec_"), "a secret shown again");
