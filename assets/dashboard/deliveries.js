@@ -1,4 +1,4 @@
-// The deliveries log: a filtered (event id, status, type), paged table of
+// The deliveries log: a filtered (event id, status, type, endpoint), paged table of
 // events, newest first. On a narrow screen the detail pane opens in a row
 // right under the chosen delivery.
 
@@ -17,7 +17,7 @@ function next(iso) {
 }
 
 export class Deliveries {
-  /** els: {body, more, status, type, search, error, detail, home}; onSelect(event_id). */
+  /** els: {body, more, status, type, search, endpoint, error, detail, home}; onSelect(event_id). */
   constructor(els, onSelect) {
     this.els = els;
     this.onSelect = onSelect;
@@ -28,6 +28,7 @@ export class Deliveries {
     els.more.addEventListener("click", () => this.load(false));
     els.status.addEventListener("change", () => this.load(true));
     els.type.addEventListener("change", () => this.load(true));
+    els.endpoint.addEventListener("change", () => this.load(true));
     let t = null;
     els.search.addEventListener("input", () => {
       clearTimeout(t);
@@ -37,7 +38,15 @@ export class Deliveries {
   }
 
   filtered() {
-    return !!(this.els.status.value || this.els.type.value || this.els.search.value.trim());
+    return !!(this.els.status.value || this.els.type.value || this.els.endpoint.value || this.els.search.value.trim());
+  }
+
+  /** The endpoint filter's options: the chatbot's endpoints. */
+  useEndpoints(list) {
+    const sel = this.els.endpoint;
+    const keep = sel.value;
+    sel.replaceChildren(h("option", { value: "" }, "all"), ...list.map((e) => h("option", { value: e.id }, `${e.url}${e.default ? " (default)" : ""}`)));
+    sel.value = list.some((e) => e.id === keep) ? keep : "";
   }
 
   /** Reloads the first page (reset) or appends the next one. */
@@ -45,6 +54,7 @@ export class Deliveries {
     const q = new URLSearchParams({ limit: "25" });
     if (this.els.status.value) q.set("status", this.els.status.value);
     if (this.els.type.value) q.set("type", this.els.type.value);
+    if (this.els.endpoint.value) q.set("endpoint_id", this.els.endpoint.value);
     const id = this.els.search.value.trim();
     if (id) q.set("event_id", id);
     if (!reset && this.cursor) q.set("cursor", this.cursor);
@@ -71,7 +81,7 @@ export class Deliveries {
 
   empty() {
     const text = this.filtered()
-      ? "No delivery matches these filters. Check the event id, or set status and type back to “all”."
+      ? "No delivery matches these filters. Check the event id, or set status, type and endpoint back to “all”."
       : "No deliveries yet. Press “Send test event” above to check the endpoint; events from visitors' clicks, forms and messages show here as they are sent.";
     return h("tr", { class: "empty-row" }, h("td", { colspan: 5, class: "empty" }, text));
   }

@@ -1,5 +1,6 @@
-// One delivery: payload, the request headers each attempt actually sent
-// (stored with the attempt), every attempt's outcome, and Redeliver.
+// One event: payload, its deliveries (one per endpoint) with every
+// attempt's outcome and the request headers it actually sent (stored with
+// the attempt), Redeliver (sent now) and Redeliver to one endpoint.
 
 import { api, problem, sendNow } from "./api.js";
 import { badge, h, pretty, stamp, when } from "./dom.js";
@@ -37,7 +38,51 @@ export class Detail {
     this.id = null;
     /** The last manual send's answer per event id, shown until another. */
     this.sent = new Map();
+    this.endpoints = new Map();
+    /** The last "Redeliver to this endpoint" answer per event and endpoint. */
+    this.redelivered = new Map();
     this.hint();
+  }
+
+  /** The chatbot's endpoints, to name a delivery's. */
+  useEndpoints(list) {
+    this.endpoints = new Map(list.map((e) => [e.id, e]));
+  }
+
+  endpointName(id) {
+    const e = this.endpoints.get(id);
+    return e ? `${e.url}${e.default ? " (default)" : ""}` : id;
+  }
+
+  /** A delivery to one endpoint: its status, attempts (newest first) and "Redeliver to this endpoint". */
+  delivery(e, d, all, first) {
+    const last = this.redelivered.get(`${e.event_id} ${d.endpoint_id}`);
+    const note = h("p", { class: last ? last.class : "note", role: "status" }, last ? last.text : "");
+    const attempts = all.filter((a) => a.endpoint_id === d.endpoint_id).sort((a, b) => (a.at < b.at ? 1 : -1));
+    const button = h("button", { type: "button", class: "btn redeliver-endpoint", onclick: () => this.redeliverTo(e.event_id, d.endpoint_id, button, note) }, "Redeliver to this endpoint");
+    return h("div", { class: "delivery", dataset: { endpointId: d.endpoint_id } },
+      h("div", { class: "delivery-head" },
+        h("h5", { class: "mono" }, this.endpointName(d.endpoint_id)),
+        badge(d.status),
+        h("span", { class: "muted small" }, `${d.attempts} attempt${d.attempts === 1 ? "" : "s"}`),
+        button),
+      note,
+      ...(attempts.length
+        ? attempts.map((a, i) => attemptCard(a, first && i === 0))
+        : [h("p", { class: "muted" }, "Not attempted yet: it is queued (or its endpoint is paused) and goes out as soon as its turn comes.")]));
+  }
+
+  /** Queues this event again to one endpoint only. */
+  async redeliverTo(id, endpoint, button, note) {
+    button.disabled = true;
+    const r = await api("POST", `/api/v1/events/${encodeURIComponent(id)}/redeliver`, { body: { endpoint_id: endpoint } });
+    button.disabled = false;
+    const shown = { class: `note ${r.ok ? "ok" : "error"} redeliver-endpoint-done`, text: r.ok ? "Queued again for this endpoint: a new attempt is on its way." : problem(r) };
+    this.redelivered.set(`${id} ${endpoint}`, shown);
+    note.className = shown.class;
+    note.textContent = shown.text;
+    if (r.ok) setTimeout(() => this.id === id && this.refresh(), 1500);
+    this.onChange();
   }
 
   /** The hint shown until a delivery is chosen. */
@@ -66,7 +111,8 @@ export class Detail {
     const last = this.sent.get(e.event_id);
     const note = h("p", { class: last ? last.class : "note", role: "status" }, last ? last.text : "");
     const redeliver = h("button", { type: "button", class: "btn btn-primary", onclick: () => this.redeliver(e.event_id, redeliver, note) }, "Redeliver");
-    const attempts = [...(e.attempts || [])].sort((a, b) => b.number - a.number);
+    const deliveries = e.deliveries || [];
+    const all = e.attempts || [];
     this.el.replaceChildren(
       h("div", { class: "detail-head" },
         h("div", { class: "detail-title" }, h("h3", { class: "mono" }, e.event_id), h("p", { class: "muted" }, e.type, " · created ", stamp(e.created_at))),
@@ -74,10 +120,10 @@ export class Detail {
       note,
       h("h4", null, "Payload"),
       h("pre", { class: "code payload", tabindex: 0, "aria-label": "Payload" }, pretty(e.payload)),
-      h("h4", null, `Attempts (${attempts.length})`),
-      ...(attempts.length
-        ? attempts.map((a, i) => attemptCard(a, i === 0))
-        : [h("p", { class: "muted" }, "Not attempted yet: it is queued and goes out as soon as its turn comes. The headers sent will show here.")]),
+      h("h4", null, `Deliveries (${deliveries.length}) · attempts (${all.length})`),
+      ...(deliveries.length
+        ? deliveries.map((d, i) => this.delivery(e, d, all, i === 0))
+        : [h("p", { class: "muted" }, "No endpoint matched this event: nothing was sent.")]),
     );
   }
 

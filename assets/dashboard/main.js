@@ -2,7 +2,7 @@
 // token and a chatbot switcher), then endpoint health, pending
 // interactions and deliveries, kept live.
 
-import { actingHeaders, session, whenUnauthorized } from "./api.js";
+import { actingHeaders, api, session, whenUnauthorized } from "./api.js";
 import { resolve, showChatbot } from "./account.js";
 import { Bulk } from "./bulk.js";
 import { Conversations } from "./conversations.js";
@@ -10,6 +10,7 @@ import { Deliveries } from "./deliveries.js";
 import { Detail } from "./detail.js";
 import { Health } from "./health.js";
 import { Inbox } from "./inbox.js";
+import { EndpointsView } from "../lib/endpoints.js";
 import { openStream } from "../lib/sse.js";
 
 const $ = (id) => document.getElementById(id);
@@ -50,7 +51,7 @@ const detail = new Detail($("detail"), () => deliveries.load(true));
 const deliveries = new Deliveries(
   {
     body: $("deliveries"), more: $("deliveries-more"), status: $("status-filter"), type: $("type-filter"),
-    search: $("event-search"), error: $("deliveries-error"), detail: $("detail"), home: $("detail-home"),
+    search: $("event-search"), endpoint: $("endpoint-filter"), error: $("deliveries-error"), detail: $("detail"), home: $("detail-home"),
   },
   (id) => detail.show(id),
 );
@@ -63,6 +64,15 @@ const health = new Health(
   { stats: $("health"), warning: $("health-warning"), note: $("health-note"), chart: $("latency-chart"), test: $("send-test"), testResult: $("test-result") },
   changed,
 );
+const endpoints = new EndpointsView($("endpoints"), {
+  api: (method, path, body) => api(method, path, body === undefined ? {} : { body }),
+  cls: { button: "btn", primary: "btn btn-primary", danger: "btn btn-danger" },
+  onChange: changed,
+  onList: (list) => {
+    deliveries.useEndpoints(list);
+    detail.useEndpoints(list);
+  },
+});
 const conversations = new Conversations({ list: $("conversations"), more: $("conv-more"), search: $("conv-search"), error: $("conv-error"), transcript: $("transcript") });
 $("conv-filters").addEventListener("submit", (e) => {
   e.preventDefault();
@@ -106,7 +116,7 @@ async function open() {
   $("no-bots").hidden = true;
   $("app").hidden = false;
 
-  await Promise.all([deliveries.load(true), inbox.load(), health.load(), conversations.load(true)]);
+  await Promise.all([endpoints.load().then(() => deliveries.load(true)), inbox.load(), health.load(), conversations.load(true)]);
 
   stopStream = openStream("/api/v1/stream", {
     token: session.get(),

@@ -1,5 +1,6 @@
-// The chatbot's events with their deliveries and attempts (status, latency,
-// response excerpt), redelivery of one and of all failed or dead ones.
+// The chatbot's events with their deliveries, one per endpoint, and their
+// attempts (status, latency, response excerpt); filtered by status and by
+// endpoint; redelivery of one delivery and of all failed or dead ones.
 
 import { h } from "../lib/dom.js";
 import { api, problem, when } from "./api.js";
@@ -7,13 +8,31 @@ import { api, problem, when } from "./api.js";
 const PAGE = 20;
 
 export class Events {
-  constructor(root, bulk, filter, opts) {
+  /** filters: {status, endpoint} (selects). */
+  constructor(root, bulk, filters, opts) {
     this.root = root;
     this.bulk = bulk;
-    this.filter = filter;
+    this.filters = filters;
     this.opts = opts;
-    this.filter.addEventListener("change", () => this.load());
+    this.urls = new Map();
+    filters.status.addEventListener("change", () => this.load());
+    filters.endpoint.addEventListener("change", () => this.load());
     this.renderBulk();
+  }
+
+  /** The chatbot's endpoints: the endpoint filter's options, and their URLs for the details. */
+  useEndpoints(list) {
+    const sel = this.filters.endpoint;
+    const keep = sel.value;
+    this.urls = new Map(list.map((e) => [e.id, e]));
+    sel.replaceChildren(h("option", { value: "" }, "All"), ...list.map((e) => h("option", { value: e.id }, `${e.url}${e.default ? " (default)" : ""}`)));
+    sel.value = this.urls.has(keep) ? keep : "";
+  }
+
+  /** "<url> (default)" for an endpoint id. */
+  endpointName(id) {
+    const e = this.urls.get(id);
+    return e ? `${e.url}${e.default ? " (default)" : ""}` : id;
   }
 
   renderBulk() {
@@ -31,7 +50,8 @@ export class Events {
     }
     delete button.dataset.armed;
     button.textContent = `Redeliver all ${status}`;
-    const r = await api("POST", "/api/v1/events/redeliver", { status });
+    const endpoint = this.filters.endpoint.value;
+    const r = await api("POST", "/api/v1/events/redeliver", endpoint ? { status, endpoint_id: endpoint } : { status });
     if (r.status === 401) return this.opts.onExpired();
     this.bulkResult.classList.toggle("is-error", !r.ok);
     this.bulkResult.textContent = r.ok ? `${r.body.count} ${status} event(s) queued again.` : problem(r);
@@ -40,7 +60,8 @@ export class Events {
 
   query(cursor) {
     const q = new URLSearchParams({ limit: String(PAGE) });
-    if (this.filter.value) q.set("status", this.filter.value);
+    if (this.filters.status.value) q.set("status", this.filters.status.value);
+    if (this.filters.endpoint.value) q.set("endpoint_id", this.filters.endpoint.value);
     if (cursor) q.set("cursor", cursor);
     return `/api/v1/events?${q}`;
   }
@@ -94,19 +115,23 @@ export class Events {
     await this.fill(cell, e.event_id);
   }
 
-  async fill(cell, id) {
+  /** The detail of event `id` in `cell`; `note`: a message kept from before. */
+  async fill(cell, id, note) {
     const r = await api("GET", `/api/v1/events/${encodeURIComponent(id)}`);
     if (r.status === 401) return this.opts.onExpired();
     if (!r.ok) return cell.replaceChildren(h("p", { class: "result is-error" }, problem(r)));
     const ev = r.body;
-    const deliveries = Array.isArray(ev.deliveries) ? ev.deliveries : [{ endpoint_id: null, status: ev.status, attempts: ev.attempts || [] }];
-    const result = h("p", { class: "result", role: "status" });
+    const all = ev.attempts || [];
+    const result = h("p", { class: "result", role: "status" }, note || "");
+    const deliveries = ev.deliveries || [];
     cell.replaceChildren(
-      ...deliveries.map((d) => h("div", { class: "delivery" },
-        h("h3", null, d.endpoint_id ? `To ${d.endpoint_id} ` : "Delivery ", h("span", { class: `badge ${d.status}` }, d.status)),
-        this.attempts(d.attempts || [], `${id}${d.endpoint_id ? ` to ${d.endpoint_id}` : ""}`),
+      deliveries.length ? null : h("p", { class: "muted" }, "No endpoint matched this event: nothing was sent."),
+      ...deliveries.map((d) => h("div", { class: "delivery", dataset: { endpointId: d.endpoint_id } },
+        h("h3", null, h("span", { class: "url" }, this.endpointName(d.endpoint_id)), " ", h("span", { class: `badge ${d.status}` }, d.status),
+          h("span", { class: "muted" }, ` · ${d.attempts} attempt${d.attempts === 1 ? "" : "s"}`)),
+        this.attempts(all.filter((a) => a.endpoint_id === d.endpoint_id), `${id} to ${this.endpointName(d.endpoint_id)}`),
         this.opts.readOnly ? null : h("div", { class: "actions" },
-          h("button", { type: "button", class: "redeliver", onclick: () => this.redeliver(id, d.endpoint_id, result, cell) }, "Redeliver")))),
+          h("button", { type: "button", class: "redeliver", onclick: () => this.redeliver(id, d.endpoint_id, result, cell) }, "Redeliver to this endpoint")))),
       result);
   }
 
@@ -129,6 +154,6 @@ export class Events {
     if (r.status === 401) return this.opts.onExpired();
     result.classList.toggle("is-error", !r.ok);
     result.textContent = r.ok ? "Queued again: a new attempt is on its way." : problem(r);
-    if (r.ok) setTimeout(() => this.fill(cell, id), 1500);
+    if (r.ok) setTimeout(() => this.fill(cell, id, result.textContent), 1500);
   }
 }

@@ -5,7 +5,7 @@
 // shows why, and no data.
 
 import { api, useSession } from "./api.js";
-import { Endpoints } from "./endpoints.js";
+import { EndpointsView } from "../lib/endpoints.js";
 import { Events } from "./events.js";
 
 const $ = (id) => document.getElementById(id);
@@ -56,9 +56,17 @@ async function start() {
   $("message").hidden = true;
   $("app").hidden = false;
   const onExpired = () => say("This portal session has ended. Open a new portal link.", true);
-  const events = new Events($("events"), $("bulk"), $("status-filter"), { readOnly, onExpired });
-  const endpoints = new Endpoints($("endpoints"), { readOnly, onExpired, onTest: () => events.load() });
-  await Promise.all([endpoints.load(), events.load()]);
+  const events = new Events($("events"), $("bulk"), { status: $("status-filter"), endpoint: $("endpoint-filter") }, { readOnly, onExpired });
+  const endpoints = new EndpointsView($("endpoints"), {
+    api,
+    cls: { button: "", primary: "primary", danger: "danger" },
+    readOnly,
+    onExpired,
+    onChange: () => events.load(),
+    onList: (list) => events.useEndpoints(list),
+  });
+  await endpoints.load();
+  await events.load();
 }
 
 start();

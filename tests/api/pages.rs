@@ -9,6 +9,7 @@ mod embed;
 mod embed_looks;
 mod loading;
 mod portal;
+mod portal_endpoints;
 mod review;
 mod rich_blocks;
 mod site;

@@ -249,3 +249,82 @@ async fn the_portal_page_may_be_framed_from_the_chatbots_allowed_origins_only() 
     assert!(c.contains("default-src 'self'"), "{c}");
 }
 }
+
+store_test! {
+async fn a_session_manages_its_chatbots_endpoints_only_and_a_read_only_one_none() {
+    let app = spawn_app().await;
+    let a = app.create_bot("http://127.0.0.1:9/a").await;
+    let b = app.create_bot("http://127.0.0.1:9/b").await;
+    let r = app.post("/api/v1/endpoints", &b.api_key, &json!({"url": "http://127.0.0.1:9/b-second"})).await;
+    assert_eq!(r.status(), 201);
+    let b_ep: Value = r.json().await.expect("json");
+    let b_ep = b_ep["id"].as_str().expect("id").to_string();
+    let rw = session_of(&app, &a, false).await;
+    let ro = session_of(&app, &a, true).await;
+
+    // A's session lists A's endpoints only; B's is not found.
+    for s in [&rw, &ro] {
+        let (status, v) = call(&app, reqwest::Method::GET, "/api/v1/endpoints", s).await;
+        assert_eq!(status, 200, "{v}");
+        let urls: Vec<&str> = v["data"].as_array().expect("data").iter().filter_map(|e| e["url"].as_str()).collect();
+        assert_eq!(urls, vec!["http://127.0.0.1:9/a"]);
+        let (status, _) = call(&app, reqwest::Method::GET, &format!("/api/v1/endpoints/{b_ep}"), s).await;
+        assert_eq!(status, 404);
+    }
+    for (method, path) in [
+        (reqwest::Method::PATCH, format!("/api/v1/endpoints/{b_ep}")),
+        (reqwest::Method::DELETE, format!("/api/v1/endpoints/{b_ep}")),
+        (reqwest::Method::POST, format!("/api/v1/endpoints/{b_ep}/test")),
+        (reqwest::Method::POST, format!("/api/v1/endpoints/{b_ep}/rotate-secret")),
+    ] {
+        let (status, v) = call(&app, method.clone(), &path, &rw).await;
+        assert_eq!(status, 404, "{method} {path}: {v}");
+    }
+
+    // Read-only: every endpoint write refused with 403 read_only.
+    let r = app
+        .client
+        .post(app.url("/api/v1/endpoints"))
+        .bearer_auth(&ro)
+        .json(&json!({"url": "http://127.0.0.1:9/new"}))
+        .send()
+        .await
+        .expect("request");
+    assert_eq!(r.status(), 403);
+    let (_, v) = call(&app, reqwest::Method::GET, "/api/v1/endpoints", &ro).await;
+    let default = v["data"][0]["id"].as_str().expect("default id").to_string();
+    for (method, path) in [
+        (reqwest::Method::PATCH, format!("/api/v1/endpoints/{default}")),
+        (reqwest::Method::DELETE, format!("/api/v1/endpoints/{default}")),
+        (reqwest::Method::POST, format!("/api/v1/endpoints/{default}/test")),
+        (reqwest::Method::POST, format!("/api/v1/endpoints/{default}/rotate-secret")),
+    ] {
+        let (status, v) = call(&app, method.clone(), &path, &ro).await;
+        assert_eq!(status, 403, "{method} {path}: {v}");
+        assert_eq!(v["code"], "read_only");
+    }
+    let (_, v) = call(&app, reqwest::Method::GET, "/api/v1/endpoints", &ro).await;
+    assert_eq!(v["data"].as_array().map(Vec::len), Some(1), "nothing added: {v}");
+    let (_, v) = call(&app, reqwest::Method::GET, "/api/v1/events", &ro).await;
+    assert_eq!(v["data"], json!([]), "nothing sent: {v}");
+
+    // Read-write: an endpoint added, changed and deleted with the session.
+    let r = app
+        .client
+        .post(app.url("/api/v1/endpoints"))
+        .bearer_auth(&rw)
+        .json(&json!({"url": "http://127.0.0.1:9/a-second"}))
+        .send()
+        .await
+        .expect("request");
+    assert_eq!(r.status(), 201);
+    let v: Value = r.json().await.expect("json");
+    assert!(v["signing_secret"].as_str().is_some_and(|s| s.starts_with("whsec_")), "{v}");
+    let id = v["id"].as_str().expect("id");
+    let (status, _) = call(&app, reqwest::Method::DELETE, &format!("/api/v1/endpoints/{id}"), &rw).await;
+    assert_eq!(status, 204);
+    let (status, v) = call(&app, reqwest::Method::DELETE, &format!("/api/v1/endpoints/{default}"), &rw).await;
+    assert_eq!(status, 409, "{v}");
+    assert_eq!(v["code"], "default_endpoint");
+}
+}

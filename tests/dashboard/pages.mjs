@@ -10,6 +10,7 @@ import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { join } from "node:path";
 import { chromium } from "playwright-core";
+import { endpointScenarios } from "./endpoints.mjs";
 
 const input = JSON.parse(await new Promise((res) => {
   let s = "";
@@ -258,6 +259,8 @@ const scenarios = {
     return out;
   },
 };
+
+Object.assign(scenarios, endpointScenarios({ input, WAIT, NARROW, DESKTOP, axe, shot, overflow, portalFrame }));
 
 const browser = await chromium.launch({
   executablePath: input.chromium || "/usr/bin/chromium",

@@ -38,7 +38,7 @@ async fn test_event(app: &TestApp, bot: &Bot) -> String {
     v["event_id"].as_str().expect("id").to_string()
 }
 
-fn admin_page(portal_url: &str) -> String {
+pub(super) fn admin_page(portal_url: &str) -> String {
     format!(
         r#"<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>Shop admin</title><style>body {{ margin: 0; }} iframe {{ border: 0; width: 100%; height: 1400px; }}</style></head>
