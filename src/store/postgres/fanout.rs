@@ -4,7 +4,6 @@
 //! `FOR UPDATE SKIP LOCKED` and leases them in the same statement.
 
 use super::*;
-use crate::domain::endpoints::Route;
 use crate::store::fanout::*;
 
 fn claimed_row(r: &PgRow) -> Result<ClaimedDelivery, sqlx::Error> {
@@ -86,11 +85,15 @@ impl Fanout for PostgresStore {
         })
     }
 
-    fn default_route(&self, chatbot_id: &str) -> BoxFut<'_, StoreResult<Option<Route>>> {
+    fn default_settings(
+        &self,
+        chatbot_id: &str,
+    ) -> BoxFut<'_, StoreResult<Option<DefaultSettings>>> {
         let chatbot_id = chatbot_id.to_string();
         Box::pin(async move {
             let row = sqlx::query(
-                "SELECT event_types, filter FROM endpoints WHERE chatbot_id = $1 AND is_default = 1",
+                "SELECT event_types, filter, headers, replies, rate_limit FROM endpoints
+                 WHERE chatbot_id = $1 AND is_default = 1",
             )
             .bind(&chatbot_id)
             .fetch_optional(&self.pool)
@@ -100,7 +103,16 @@ impl Fanout for PostgresStore {
                 Some(r) => {
                     let types: Option<String> = r.try_get("event_types")?;
                     let filter: Option<String> = r.try_get("filter")?;
-                    Ok(Some(parse_route(types.as_deref(), filter.as_deref())))
+                    let headers: Option<String> = r.try_get("headers")?;
+                    let rate: Option<String> = r.try_get("rate_limit")?;
+                    let replies = r.try_get::<i64, _>("replies")? != 0;
+                    Ok(Some(DefaultSettings::from_row(
+                        types.as_deref(),
+                        filter.as_deref(),
+                        headers.as_deref(),
+                        replies,
+                        rate.as_deref(),
+                    )))
                 }
             }
         })

@@ -5,7 +5,6 @@
 //! through the writer.
 
 use super::*;
-use crate::domain::endpoints::Route;
 use crate::store::fanout::*;
 
 /// The columns of a claimed delivery, with its event's and endpoint's.
@@ -86,15 +85,27 @@ impl Fanout for SqliteStore {
         Box::pin(async move { r })
     }
 
-    fn default_route(&self, chatbot_id: &str) -> BoxFut<'_, StoreResult<Option<Route>>> {
+    fn default_settings(
+        &self,
+        chatbot_id: &str,
+    ) -> BoxFut<'_, StoreResult<Option<DefaultSettings>>> {
         let r = self.read(|c| {
             c.prepare_cached(
-                "SELECT event_types, filter FROM endpoints WHERE chatbot_id = ?1 AND is_default = 1",
+                "SELECT event_types, filter, headers, replies, rate_limit FROM endpoints
+                 WHERE chatbot_id = ?1 AND is_default = 1",
             )?
             .query_row([chatbot_id], |r| {
                 let types: Option<String> = r.get(0)?;
                 let filter: Option<String> = r.get(1)?;
-                Ok(parse_route(types.as_deref(), filter.as_deref()))
+                let headers: Option<String> = r.get(2)?;
+                let rate: Option<String> = r.get(4)?;
+                Ok(DefaultSettings::from_row(
+                    types.as_deref(),
+                    filter.as_deref(),
+                    headers.as_deref(),
+                    r.get(3)?,
+                    rate.as_deref(),
+                ))
             })
             .optional()
         });
