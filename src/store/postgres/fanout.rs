@@ -297,15 +297,36 @@ impl Fanout for PostgresStore {
 
     fn expire_held(&self, cutoff_ms: i64) -> BoxFut<'_, StoreResult<u64>> {
         Box::pin(async move {
+            let mut tx = self.pool.begin().await?;
             let r = sqlx::query(
                 "UPDATE deliveries SET status = 'dead', leased_until = 0
                  WHERE status IN ('pending', 'failed') AND created_at < $1
                    AND endpoint_id IN (SELECT id FROM endpoints WHERE enabled = 0)",
             )
             .bind(cutoff_ms)
-            .execute(&self.pool)
+            .execute(&mut *tx)
             .await?;
-            Ok(r.rows_affected())
+            // The default endpoint's deliveries are its events: those
+            // waiting for a disabled default end too. A conversation's
+            // older events end first, so its oldest left becomes the head.
+            let convs: Vec<String> = sqlx::query_scalar(
+                "UPDATE events SET status = 'dead', is_head = 0, leased_until = 0
+                 WHERE status IN ('pending', 'failed') AND created_at < $1
+                   AND chatbot_id IN (SELECT id FROM chatbots WHERE endpoint_disabled = 1)
+                 RETURNING conversation_id",
+            )
+            .bind(cutoff_ms)
+            .fetch_all(&mut *tx)
+            .await?;
+            let n = r.rows_affected() + convs.len() as u64;
+            let mut convs = convs;
+            convs.sort_unstable();
+            convs.dedup();
+            for cid in &convs {
+                super::queue::promote_next(&mut tx, cid).await?;
+            }
+            tx.commit().await?;
+            Ok(n)
         })
     }
 }

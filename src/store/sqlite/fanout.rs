@@ -276,9 +276,38 @@ impl Fanout for SqliteStore {
                            AND endpoint_id IN (SELECT id FROM endpoints WHERE enabled = 0)",
                     )?
                     .execute([cutoff_ms])?;
-                Ok(n as u64)
+                // The default endpoint's deliveries are its events: those
+                // waiting for a disabled default end too. A conversation's
+                // older events end first, so its oldest left becomes the head.
+                let ended: Vec<(String, String)> = c
+                    .prepare_cached(
+                        "UPDATE events SET status = 'dead', is_head = 0, leased_until = 0
+                         WHERE status IN ('pending', 'failed') AND created_at < ?1
+                           AND chatbot_id IN (SELECT id FROM chatbots WHERE endpoint_disabled = 1)
+                         RETURNING id, conversation_id",
+                    )?
+                    .query_map([cutoff_ms], |r| Ok((r.get(0)?, r.get(1)?)))?
+                    .collect::<rusqlite::Result<_>>()?;
+                if ended.is_empty() {
+                    return Ok((n as u64, Vec::new()));
+                }
+                // Its counts of undelivered events per conversation.
+                super::writer_cache::clear();
+                let mut convs: Vec<&str> = ended.iter().map(|(_, c)| c.as_str()).collect();
+                convs.sort_unstable();
+                convs.dedup();
+                for cid in convs {
+                    super::queue::promote_next(c, cid)?;
+                }
+                let ids = ended.into_iter().map(|(id, _)| id).collect();
+                Ok((n as u64, ids))
             })
             .await
+            .map(|(n, ids): (u64, Vec<String>)| {
+                let ended = ids.len() as u64;
+                self.claims.lock().forget(&ids);
+                n + ended
+            })
         })
     }
 }
