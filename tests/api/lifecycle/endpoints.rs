@@ -3,7 +3,7 @@
 
 use std::time::{Duration, Instant};
 
-use super::{click_ok, erase, event_ids, rows_left, reusable, wait_gone};
+use super::{click_ok, erase, event_ids, reusable, rows_left, wait_gone};
 use crate::delivery::fanout::{add_endpoint, count};
 use crate::helpers::{ADMIN_TOKEN, Bot, Conv, Receiver, TestApp, spawn_app_with};
 
