@@ -275,7 +275,7 @@ async fn post(
 /// A chatbot sending to `webhook_url` and `n` conversations, each with one
 /// message of buttons that stay on after a click, made through the first of
 /// `bases` (the instances share one database); returns one target each,
-/// with its click URL on every instance.
+/// with its click URL on every instance, and the chatbot's API key.
 pub async fn setup_blockhook(
     client: &reqwest::Client,
     bases: &[String],
@@ -283,7 +283,7 @@ pub async fn setup_blockhook(
     webhook_url: &str,
     n: usize,
     tracker: &Tracker,
-) -> Result<Vec<Target>, String> {
+) -> Result<(Vec<Target>, String), String> {
     let base = bases.first().ok_or("no server")?;
     let bot = post(
         client,
@@ -340,7 +340,26 @@ pub async fn setup_blockhook(
         .await;
     let mut targets = made.into_iter().collect::<Result<Vec<_>, String>>()?;
     targets.sort_by_key(|t| t.idx);
-    Ok(targets)
+    Ok((targets, key))
+}
+
+/// Adds an endpoint (§13) to the chatbot of `key`: all its events to
+/// `url`, or those `filter` takes.
+pub async fn add_endpoint(
+    client: &reqwest::Client,
+    base: &str,
+    key: &str,
+    url: &str,
+    filter: Option<Value>,
+) -> Result<(), String> {
+    post(
+        client,
+        format!("{base}/api/v1/endpoints"),
+        key,
+        json!({"url": url, "filter": filter}),
+    )
+    .await
+    .map(|_| ())
 }
 
 /// Targets for the floor forwarder: bodies that name a conversation, so the

@@ -8,6 +8,7 @@
 
 pub mod check;
 pub mod child;
+pub mod extra;
 pub mod floor;
 pub mod load;
 pub mod modes;
@@ -73,6 +74,11 @@ pub struct BenchArgs {
     /// side.
     #[arg(long, value_delimiter = ',', default_value = "1")]
     pub instances: Vec<usize>,
+    /// Endpoints per chatbot in the closed loop: 1 (its default) or 3 (the
+    /// default, one taking every event, one filtered to about half). A
+    /// list (`1,3`) runs the closed loop once per count.
+    #[arg(long, value_delimiter = ',', default_value = "1")]
+    pub endpoints: Vec<usize>,
     /// Print one JSON object per line and mode instead of the table.
     #[arg(long, default_value_t = false)]
     pub json: bool,
@@ -188,14 +194,19 @@ pub async fn run(args: BenchArgs) -> Result<i32, String> {
             String::new()
         }
     };
+    if args.endpoints.iter().any(|&e| e != 1 && e != 3) {
+        return Err("--endpoints takes 1 or 3".into());
+    }
     if let Some(n) = plan.closed {
         for &i in &plan.instances {
-            eprintln!(
-                "bench: closed loop, {n} clicks, concurrency {}{}",
-                ctx.concurrency,
-                of(i)
-            );
-            reports.push(modes::closed(&ctx, n, i).await?);
+            for &e in &args.endpoints {
+                eprintln!(
+                    "bench: closed loop, {n} clicks, concurrency {}{}, {e} endpoint(s)",
+                    ctx.concurrency,
+                    of(i)
+                );
+                reports.push(modes::closed(&ctx, n, i, e).await?);
+            }
         }
         // The floor again, so that the closed loop stands between two
         // measures of the machine: a drift of its speed (other tenants,

@@ -121,13 +121,24 @@ pub async fn floor(ctx: &Ctx, mode: &'static str, clicks: u64) -> Result<ModeRep
     result
 }
 
-/// Closed loop: `clicks` clicks by `concurrency` workers.
-pub async fn closed(ctx: &Ctx, clicks: u64, instances: usize) -> Result<ModeReport, String> {
+/// Closed loop: `clicks` clicks by `concurrency` workers; with
+/// `endpoints` 3, the chatbot has two more endpoints (one filtered to
+/// about half the clicks), and the run checks that each got its events.
+pub async fn closed(
+    ctx: &Ctx,
+    clicks: u64,
+    instances: usize,
+    endpoints: usize,
+) -> Result<ModeReport, String> {
     let tracker = Tracker::new(ctx.conversations);
     let receiver = Receiver::start(bind()?, tracker.clone())?;
     let server = start_server(ctx, "closed", instances, &receiver.url, &tracker).await?;
+    let mut extra = None;
     let result = async {
-        warm_up(ctx, &server.targets, &tracker, ctx.warmup_clicks(clicks)).await?;
+        if endpoints > 1 {
+            extra = Some(super::extra::add_two(&ctx.client, &server.base, &server.api_key).await?);
+        }
+        let warm = warm_up(ctx, &server.targets, &tracker, ctx.warmup_clicks(clicks)).await?;
         let meter = Meter::start(&server.pids, ctx);
         let sent = load::closed_loop(
             &ctx.client,
@@ -140,7 +151,19 @@ pub async fn closed(ctx: &Ctx, clicks: u64, instances: usize) -> Result<ModeRepo
         tracker
             .wait_matched(sent.accepted, Ctx::delivery_timeout(clicks))
             .await;
-        let mut r = meter.report("closed", ctx, clicks, sent, tracker.snapshot());
+        let accepted = warm + sent.accepted;
+        let mode = if extra.is_some() {
+            "closed_3ep"
+        } else {
+            "closed"
+        };
+        let mut r = meter.report(mode, ctx, clicks, sent, tracker.snapshot());
+        if let Some((all, half)) = &extra {
+            let made =
+                super::extra::all_made(all, half, accepted, Ctx::delivery_timeout(accepted)).await;
+            r.endpoints = Some(endpoints);
+            r.endpoints_made = Some(made);
+        }
         r.preload = server.preloaded.map(|p| p.0);
         r.preload_s = server.preloaded.map(|p| p.1);
         r.concurrency = Some(ctx.concurrency);
@@ -149,6 +172,10 @@ pub async fn closed(ctx: &Ctx, clicks: u64, instances: usize) -> Result<ModeRepo
     .await;
     server.stop(ctx).await;
     receiver.stop().await;
+    if let Some((a, b)) = extra {
+        a.stop().await;
+        b.stop().await;
+    }
     result
 }
 

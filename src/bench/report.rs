@@ -110,6 +110,12 @@ pub struct ModeReport {
     /// Purge: the share of the open loop's sending time the purge ran in.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub purge_overlap: Option<f64>,
+    /// Three-endpoint mode: endpoints per chatbot, and whether every
+    /// matching delivery to the two extra ones was made.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub endpoints: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub endpoints_made: Option<bool>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub first_error: Option<String>,
 }
@@ -122,7 +128,10 @@ impl ModeReport {
 
     /// Every click accepted, and delivered once and in order.
     pub fn consistent(&self) -> bool {
-        self.errors == 0 && self.check.passed() && self.delivered == self.accepted
+        self.errors == 0
+            && self.check.passed()
+            && self.delivered == self.accepted
+            && self.endpoints_made != Some(false)
     }
 
     pub fn set_floor(&mut self, floor_per_s: f64, runs: &[f64]) {
@@ -218,6 +227,12 @@ pub fn table(reports: &[ModeReport]) -> String {
                 "{name}: clicks answered in p50 {:.2} / p90 {:.2} / p99 {:.2} ms (the rest of e2e is the delivery)\n",
                 r.accept_ms.p50, r.accept_ms.p90, r.accept_ms.p99
             ));
+            if let (Some(n), Some(made)) = (r.endpoints, r.endpoints_made) {
+                s.push_str(&format!(
+                    "{name}: {n} endpoints; every matching delivery to the other two made: {}\n",
+                    if made { "yes" } else { "NO" }
+                ));
+            }
         }
         if let Some(db) = r.database_cpu_s {
             s.push_str(&format!(

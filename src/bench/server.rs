@@ -24,6 +24,9 @@ pub struct Server {
     pub preloaded: Option<(u64, f64)>,
     /// The first server's log file.
     pub log: PathBuf,
+    /// The chatbot's API key, and the first server's base URL.
+    pub api_key: String,
+    pub base: String,
 }
 
 /// History to put in a store before its server starts: conversations,
@@ -153,6 +156,8 @@ pub async fn start_server_with(
         db_url,
         preloaded,
         log,
+        api_key: String::new(),
+        base: String::new(),
     };
     // One at a time: each runs the migrations (under PostgreSQL's advisory
     // lock) before it listens.
@@ -189,7 +194,11 @@ pub async fn start_server_with(
     )
     .await
     {
-        Ok(targets) => server.targets = Arc::new(targets),
+        Ok((targets, key)) => {
+            server.targets = Arc::new(targets);
+            server.api_key = key;
+            server.base = bases.first().cloned().unwrap_or_default();
+        }
         Err(e) => {
             server.stop(ctx).await;
             return Err(e);
@@ -221,7 +230,7 @@ pub async fn warm_up(
     targets: &Arc<Vec<Target>>,
     tracker: &Arc<Tracker>,
     clicks: u64,
-) -> Result<(), String> {
+) -> Result<u64, String> {
     let sent = load::closed_loop(&ctx.client, targets, tracker, clicks, ctx.concurrency).await;
     if let Some(e) = sent.first_error {
         return Err(format!("warm-up clicks failed: {e}"));
@@ -233,7 +242,7 @@ pub async fn warm_up(
         return Err("warm-up clicks were not all delivered".into());
     }
     tracker.reset();
-    Ok(())
+    Ok(sent.accepted)
 }
 
 /// CPU readings around a measured phase, of every server process.
@@ -305,6 +314,8 @@ impl Meter {
                 .map(|db0| child::cpu_seconds_of_all(POSTGRES_COMM) - db0),
             elapsed_s: self.t0.elapsed().as_secs_f64(),
             load_average: child::load_average(),
+            endpoints: None,
+            endpoints_made: None,
             first_error: sent.first_error,
             ..ModeReport::default()
         };

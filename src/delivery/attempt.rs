@@ -9,6 +9,7 @@ use reqwest::header::HeaderName;
 use super::{reply, retry, signing, ssrf};
 use crate::domain::model::Chatbot;
 use crate::domain::time::now_ms;
+use crate::store::fanout::DefaultSettings;
 use crate::store::{AttemptNext, AttemptRecord, Claimed};
 use crate::telemetry::metrics::{Outcome, endpoint_label};
 use crate::telemetry::trace::TraceParent;
@@ -32,27 +33,30 @@ pub struct Target<'a> {
 }
 
 impl<'a> Target<'a> {
-    /// A chatbot's default endpoint: its `webhook_url` and secrets.
-    pub fn default_of(bot: &'a Chatbot, now_ms: i64) -> Self {
+    /// A chatbot's default endpoint: its `webhook_url` and secrets, and
+    /// its own headers and `replies` when it has a settings row.
+    pub fn default_of(bot: &'a Chatbot, own: Option<&'a DefaultSettings>, now_ms: i64) -> Self {
         Target {
             url: &bot.webhook_url,
             secrets: bot.live_secrets(now_ms),
-            headers: &[],
-            replies: true,
+            headers: own.map_or(&[], |s| s.headers.as_slice()),
+            replies: own.is_none_or(|s| s.replies),
             endpoint_id: endpoint_label(bot).into(),
             chatbot_id: &bot.id,
         }
     }
 }
 
-/// Sends attempt number `c.attempts + 1` of a claimed delivery to `bot`.
+/// Sends attempt number `c.attempts + 1` of a claimed delivery to `bot`'s
+/// default endpoint (`own`: its settings, if it has a settings row).
 pub async fn run(
     st: &Services,
     client: &reqwest::Client,
     bot: &Chatbot,
+    own: Option<&DefaultSettings>,
     c: &Claimed,
 ) -> AttemptRecord {
-    run_to(st, client, &Target::default_of(bot, now_ms()), c).await
+    run_to(st, client, &Target::default_of(bot, own, now_ms()), c).await
 }
 
 /// Sends attempt number `c.attempts + 1` of a claimed delivery to `to`.

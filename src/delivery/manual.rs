@@ -49,7 +49,10 @@ pub async fn send_now(st: &Services, bot: &Chatbot, event_id: &str) -> StoreResu
                         return Err(StoreError::Backend(format!("outbound client: {e}")));
                     }
                 };
-            let rec = attempt::run(st, &http, bot, &c).await;
+            // The default endpoint's own headers and `replies` apply; a
+            // manual send is not held by its rate limit.
+            let own = store.default_settings(&bot.id).await.ok().flatten();
+            let rec = attempt::run(st, &http, bot, own.as_ref(), &c).await;
             let number = rec.number;
             store.record_attempts(vec![rec]).await?;
             // What it leaves (a head promoted, a retry time) is the queue's.

@@ -9,6 +9,7 @@
 pub mod attempt;
 pub mod breaker;
 pub mod client;
+pub mod defaults;
 pub mod fanout;
 pub mod manual;
 pub mod recorder;

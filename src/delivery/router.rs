@@ -44,7 +44,8 @@ async fn run(state: Arc<Services>, stop: CancellationToken) {
             Ok(_) => {}
             Err(e) => tracing::warn!(error = %e, "routing events failed; retrying"),
         }
-        if held_checked.is_none_or(|t| t.elapsed() >= HOLD_CHECK) {
+        let every = HOLD_CHECK.min(state.config.max_hold / 2);
+        if held_checked.is_none_or(|t| t.elapsed() >= every) {
             held_checked = Some(Instant::now());
             let cutoff = now_ms() - state.config.max_hold.as_millis() as i64;
             match state.store.expire_held(cutoff).await {

@@ -30,6 +30,14 @@ impl Window {
         Err(first + limit.window_ms)
     }
 
+    /// When `limit` has room again, if it has none at `now` (nothing is
+    /// taken).
+    pub fn full_until(&self, limit: RateLimit, now: i64) -> Option<i64> {
+        let live = self.sent.iter().filter(|t| **t + limit.window_ms > now);
+        let first = live.clone().next().copied()?;
+        (live.count() >= limit.max as usize).then_some(first + limit.window_ms)
+    }
+
     /// Whether it holds no send any more at `now` (may be forgotten).
     pub fn is_idle(&self, now: i64, window_ms: i64) -> bool {
         self.sent.back().is_none_or(|t| *t + window_ms <= now)
@@ -53,6 +61,8 @@ mod tests {
         assert_eq!(w.take(lim, 999), Err(1000));
         assert_eq!(w.take(lim, 1000), Ok(()));
         assert_eq!(w.take(lim, 1100), Err(1400));
+        assert_eq!(w.full_until(lim, 1100), Some(1400));
+        assert_eq!(w.full_until(lim, 1400), None);
         assert!(!w.is_idle(1500, 1000));
         assert!(w.is_idle(2000, 1000));
     }

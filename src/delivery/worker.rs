@@ -13,10 +13,13 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use super::breaker::{Breaker, Outcome, Rest};
+use super::defaults::{self, Defaults};
+use super::window::Window;
 use super::{attempt, recorder};
-use crate::domain::endpoints::Route;
+use crate::domain::endpoints::RateLimit;
 use crate::domain::model::Chatbot;
 use crate::domain::time::now_ms;
+use crate::store::fanout::DefaultSettings;
 use crate::store::{AttemptNext, AttemptRecord, Claimed};
 use crate::usecase::Services;
 
@@ -38,18 +41,22 @@ const IDLE_POLL: Duration = Duration::from_secs(1);
 /// endpoint, and its circuit starts closed.
 const URL_CHECK: Duration = Duration::from_millis(250);
 
-/// How long the default endpoint's route of a chatbot is kept in memory.
-const ROUTE_TTL: Duration = Duration::from_secs(1);
-
-/// A chatbot's default route as read, and when.
-type CachedRoute = (Option<Arc<Route>>, Instant);
-
 /// What the dispatcher knows of one chatbot's endpoint.
 #[derive(Default)]
 struct Endpoint {
     breaker: Breaker,
     /// The webhook URL last sent to.
     url: String,
+    /// Its rate limit as last read, and its sends in the last window.
+    rate: Option<RateLimit>,
+    window: Window,
+}
+
+impl Endpoint {
+    /// When its rate limit has room again, if it has none now.
+    fn rate_room_at(&self, now_ms: i64) -> Option<i64> {
+        self.window.full_until(self.rate?, now_ms)
+    }
 }
 
 pub struct Dispatcher {
@@ -57,9 +64,8 @@ pub struct Dispatcher {
     client: reqwest::Client,
     /// Per chatbot: in-flight count and circuit state.
     endpoints: Mutex<HashMap<String, Endpoint>>,
-    /// Per chatbot: its default endpoint's route (`None`: no settings row,
-    /// every event goes) and when it was read.
-    default_routes: Mutex<HashMap<String, CachedRoute>>,
+    /// Per chatbot: its default endpoint's own settings, if it has some.
+    defaults: Defaults,
     url_checked: Mutex<Instant>,
     /// Event ids being sent, to release their leases if shutdown cuts them.
     in_flight: Mutex<HashSet<String>>,
@@ -88,7 +94,7 @@ pub fn spawn(state: Arc<Services>) -> Result<Arc<Dispatcher>, String> {
         state,
         client,
         endpoints: Mutex::new(HashMap::new()),
-        default_routes: Mutex::new(HashMap::new()),
+        defaults: Defaults::default(),
         url_checked: Mutex::new(Instant::now()),
         in_flight: Mutex::new(HashSet::new()),
         global: Arc::new(Semaphore::new(GLOBAL_IN_FLIGHT)),
@@ -166,21 +172,27 @@ impl Dispatcher {
         }
     }
 
-    /// Chatbots not to claim for now (no room at their endpoint), and when
-    /// the earliest open circuit lets a probe through.
+    /// Chatbots not to claim for now (no room at their endpoint, or its
+    /// rate limit reached), and when the earliest open circuit lets a probe
+    /// through or rate limit has room again.
     fn held_back(&self, now: Instant) -> (Vec<String>, Option<Instant>) {
         let limit = self.state.config.endpoint_concurrency;
+        let ms = now_ms();
         let mut eps = self.endpoints.lock();
-        eps.retain(|_, e| !e.breaker.is_idle());
+        eps.retain(|_, e| {
+            !e.breaker.is_idle() || e.rate.is_some_and(|r| !e.window.is_idle(ms, r.window_ms))
+        });
         let skip = eps
             .iter()
-            .filter(|(_, e)| e.breaker.room(limit, now) == 0)
+            .filter(|(_, e)| e.breaker.room(limit, now) == 0 || e.rate_room_at(ms).is_some())
             .map(|(k, _)| k.clone())
             .collect();
+        let rate_room = eps.values().filter_map(|e| e.rate_room_at(ms)).min();
         let reopen = eps
             .values()
             .filter_map(|e| e.breaker.reopens_at())
             .filter(|at| *at > now)
+            .chain(rate_room.map(|at| now + Duration::from_millis((at - ms).max(1) as u64)))
             .min();
         (skip, reopen)
     }
@@ -323,17 +335,18 @@ impl Dispatcher {
             return false;
         }
         let bots = self.load_bots(&batch).await;
-        let routes = self.default_routes_of(&batch).await;
+        let settings = self.defaults.of(&self.state.store, &batch).await;
         let limit = self.state.config.endpoint_concurrency;
         let mut release = Vec::new();
         let mut back = Vec::new();
         for c in batch {
-            if let Some(route) = routes.get(&c.chatbot_id)
-                && !takes(route, &c.payload)
+            let own = settings.get(&c.chatbot_id).cloned();
+            if let Some(s) = &own
+                && !defaults::takes(&s.route, &c.payload)
             {
                 // The default endpoint does not take it: skipped unsent,
                 // and its conversation's next event becomes the head.
-                let _ = self.records.send(skipped(&c));
+                let _ = self.records.send(defaults::skipped(&c));
                 self.state.hub.new_events.notify_one();
                 continue;
             }
@@ -349,9 +362,10 @@ impl Dispatcher {
                     continue;
                 }
             };
-            let admitted = self.admit(&c.chatbot_id, &bot.webhook_url, limit);
+            let rate = own.as_ref().and_then(|s| s.rate_limit);
+            let admitted = self.admit(&c.chatbot_id, &bot.webhook_url, limit, rate);
             match admitted {
-                Some((probe, permit)) => self.start(c, bot, probe, permit),
+                Some((probe, permit)) => self.start(c, bot, own, probe, permit),
                 None => back.push(c),
             }
         }
@@ -363,13 +377,15 @@ impl Dispatcher {
         no_room
     }
 
-    /// A slot for one delivery to this endpoint, if its limit, its circuit
-    /// and the global limit allow: whether it is a probe, and the permit.
+    /// A slot for one delivery to this endpoint, if its limit, its circuit,
+    /// its rate limit and the global limit allow: whether it is a probe,
+    /// and the permit.
     fn admit(
         &self,
         chatbot_id: &str,
         url: &str,
         limit: usize,
+        rate: Option<RateLimit>,
     ) -> Option<(bool, OwnedSemaphorePermit)> {
         let now = Instant::now();
         let mut eps = self.endpoints.lock();
@@ -383,42 +399,12 @@ impl Dispatcher {
             return None;
         }
         let permit = self.global.clone().try_acquire_owned().ok()?;
+        e.rate = rate;
+        if let Some(r) = rate {
+            // Over it: given back, claimed again once it has room.
+            e.window.take(r, now_ms()).ok()?;
+        }
         Some((e.breaker.start(now), permit))
-    }
-
-    /// The default endpoints' routes of the batch's chatbots that have one
-    /// (read at most every [`ROUTE_TTL`]; most chatbots have none).
-    async fn default_routes_of(&self, batch: &[Claimed]) -> HashMap<String, Arc<Route>> {
-        let now = Instant::now();
-        let mut stale = Vec::new();
-        {
-            let mut cache = self.default_routes.lock();
-            cache.retain(|_, (_, at)| now.duration_since(*at) < ROUTE_TTL);
-            for c in batch {
-                if !cache.contains_key(&c.chatbot_id) && !stale.contains(&c.chatbot_id) {
-                    stale.push(c.chatbot_id.clone());
-                }
-            }
-        }
-        for id in stale {
-            let route = match self.state.store.default_route(&id).await {
-                Ok(r) => r.map(Arc::new),
-                Err(e) => {
-                    // Delivered as without a filter rather than held.
-                    tracing::warn!(error = %e, "reading the default endpoint's route failed");
-                    None
-                }
-            };
-            self.default_routes.lock().insert(id, (route, now));
-        }
-        let cache = self.default_routes.lock();
-        batch
-            .iter()
-            .filter_map(|c| {
-                let (r, _) = cache.get(&c.chatbot_id)?;
-                Some((c.chatbot_id.clone(), r.clone()?))
-            })
-            .collect()
     }
 
     /// Each chatbot of the batch, read once.
@@ -475,6 +461,7 @@ impl Dispatcher {
         self: &Arc<Self>,
         c: Claimed,
         bot: Arc<Chatbot>,
+        own: Option<Arc<DefaultSettings>>,
         probe: bool,
         permit: OwnedSemaphorePermit,
     ) {
@@ -496,7 +483,7 @@ impl Dispatcher {
                 d.state.hub.new_events.notify_one();
                 return;
             }
-            let record = attempt::run(&d.state, &d.client, &bot, &c).await;
+            let record = attempt::run(&d.state, &d.client, &bot, own.as_deref(), &c).await;
             let outcome = match record.next {
                 AttemptNext::Succeeded | AttemptNext::Skipped => Outcome::Success,
                 AttemptNext::EndpointGone => Outcome::Disabled,
@@ -525,33 +512,5 @@ impl Dispatcher {
                 d.state.hub.new_events.notify_one();
             }
         });
-    }
-}
-
-/// Whether a route takes an event, from its stored body (§4: its `type`).
-/// An unreadable body goes (as without a filter).
-fn takes(route: &Route, payload: &[u8]) -> bool {
-    let Ok(v) = serde_json::from_slice::<serde_json::Value>(payload) else {
-        return true;
-    };
-    let ty = v.get("type").and_then(|t| t.as_str()).unwrap_or_default();
-    // A test goes to its endpoint whatever its filters.
-    ty == "webhook.test" || route.matches(ty, &v)
-}
-
-/// The record of an event its default endpoint does not take: no attempt.
-fn skipped(c: &Claimed) -> AttemptRecord {
-    AttemptRecord {
-        event_id: c.event_id.clone(),
-        seq: c.seq,
-        conversation_id: c.conversation_id.clone(),
-        number: c.attempts,
-        at_ms: now_ms(),
-        status_code: None,
-        duration_ms: 0,
-        error: None,
-        response_excerpt: None,
-        request_headers: None,
-        next: AttemptNext::Skipped,
     }
 }

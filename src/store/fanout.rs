@@ -5,7 +5,7 @@
 use serde_json::Value;
 
 use super::{AttemptRecord, BoxFut, Claimed, StoreResult};
-use crate::domain::endpoints::Route;
+use crate::domain::endpoints::{RateLimit, Route};
 
 /// An event with `routed = 0`: still to be matched.
 #[derive(Debug, Clone)]
@@ -67,15 +67,49 @@ impl Target {
 
     /// The extra headers as name/value pairs (none when unreadable).
     pub fn header_pairs(&self) -> Vec<(String, String)> {
-        let Some(text) = &self.headers else {
-            return Vec::new();
-        };
-        match serde_json::from_str::<serde_json::Map<String, Value>>(text) {
-            Ok(m) => m
-                .into_iter()
-                .filter_map(|(k, v)| v.as_str().map(|s| (k, s.to_string())))
-                .collect(),
-            Err(_) => Vec::new(),
+        header_pairs(self.headers.as_deref())
+    }
+}
+
+/// Stored extra headers (a JSON object) as name/value pairs; none when
+/// absent or unreadable.
+pub fn header_pairs(stored: Option<&str>) -> Vec<(String, String)> {
+    let Some(text) = stored else {
+        return Vec::new();
+    };
+    match serde_json::from_str::<serde_json::Map<String, Value>>(text) {
+        Ok(m) => m
+            .into_iter()
+            .filter_map(|(k, v)| v.as_str().map(|s| (k, s.to_string())))
+            .collect(),
+        Err(_) => Vec::new(),
+    }
+}
+
+/// The default endpoint's own settings, from its settings row (absent:
+/// every event goes, no headers, replies applied, no rate limit).
+#[derive(Debug, Clone)]
+pub struct DefaultSettings {
+    pub route: Route,
+    pub headers: Vec<(String, String)>,
+    pub replies: bool,
+    pub rate_limit: Option<RateLimit>,
+}
+
+impl DefaultSettings {
+    /// From the stored columns of the settings row.
+    pub fn from_row(
+        event_types: Option<&str>,
+        filter: Option<&str>,
+        headers: Option<&str>,
+        replies: bool,
+        rate_limit: Option<&str>,
+    ) -> Self {
+        DefaultSettings {
+            route: parse_route(event_types, filter),
+            headers: header_pairs(headers),
+            replies,
+            rate_limit: rate_limit.and_then(RateLimit::parse),
         }
     }
 }
@@ -103,8 +137,11 @@ pub trait Fanout: Send + Sync {
     fn unrouted(&self, limit: usize) -> BoxFut<'_, StoreResult<Vec<Unrouted>>>;
     /// The endpoints other than the default of these chatbots.
     fn routes_of(&self, chatbot_ids: Vec<String>) -> BoxFut<'_, StoreResult<Vec<EndpointRoute>>>;
-    /// The default endpoint's route, when it has a settings row.
-    fn default_route(&self, chatbot_id: &str) -> BoxFut<'_, StoreResult<Option<Route>>>;
+    /// The default endpoint's settings, when it has a settings row.
+    fn default_settings(
+        &self,
+        chatbot_id: &str,
+    ) -> BoxFut<'_, StoreResult<Option<DefaultSettings>>>;
     /// In one transaction: inserts the deliveries (once per event and
     /// endpoint, and only for endpoints and events that still exist) and
     /// marks the events routed.

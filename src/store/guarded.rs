@@ -315,11 +315,11 @@ impl<S: Store> fanout::Fanout for Guarded<S> {
     ) -> BoxFut<'_, StoreResult<Vec<fanout::EndpointRoute>>> {
         self.bg(self.inner.routes_of(chatbot_ids))
     }
-    fn default_route(
+    fn default_settings(
         &self,
         chatbot_id: &str,
-    ) -> BoxFut<'_, StoreResult<Option<crate::domain::endpoints::Route>>> {
-        self.read(self.inner.default_route(chatbot_id))
+    ) -> BoxFut<'_, StoreResult<Option<fanout::DefaultSettings>>> {
+        self.read(self.inner.default_settings(chatbot_id))
     }
     fn route(
         &self,

@@ -3,7 +3,7 @@
 //! the real binary killed and restarted.
 
 mod endpoint;
-mod fanout;
+pub(crate) mod fanout;
 mod isolation;
 mod metrics;
 mod ordering;

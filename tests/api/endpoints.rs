@@ -4,6 +4,7 @@
 
 mod crud;
 mod default;
+mod default_delivery;
 mod log;
 mod secrets;
 mod validation;

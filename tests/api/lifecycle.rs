@@ -2,6 +2,7 @@
 //! file that stops growing, backup and restore.
 
 mod backup;
+mod endpoints;
 mod erasure;
 mod purge;
 
@@ -117,6 +118,8 @@ pub async fn rows_left(
             "SELECT count(*) FROM attempts WHERE event_id = $1",
             "SELECT count(*) FROM response_uses WHERE event_id = $1",
             "SELECT count(*) FROM response_idempotency WHERE event_id = $1",
+            "SELECT count(*) FROM deliveries WHERE event_id = $1",
+            "SELECT count(*) FROM delivery_attempts WHERE event_id = $1",
         ] {
             checks.push((q, e.clone()));
         }

@@ -4,7 +4,6 @@
 //! `FOR UPDATE SKIP LOCKED` and leases them in the same statement.
 
 use super::*;
-use crate::domain::endpoints::Route;
 use crate::store::fanout::*;
 
 fn claimed_row(r: &PgRow) -> Result<ClaimedDelivery, sqlx::Error> {
@@ -86,11 +85,15 @@ impl Fanout for PostgresStore {
         })
     }
 
-    fn default_route(&self, chatbot_id: &str) -> BoxFut<'_, StoreResult<Option<Route>>> {
+    fn default_settings(
+        &self,
+        chatbot_id: &str,
+    ) -> BoxFut<'_, StoreResult<Option<DefaultSettings>>> {
         let chatbot_id = chatbot_id.to_string();
         Box::pin(async move {
             let row = sqlx::query(
-                "SELECT event_types, filter FROM endpoints WHERE chatbot_id = $1 AND is_default = 1",
+                "SELECT event_types, filter, headers, replies, rate_limit FROM endpoints
+                 WHERE chatbot_id = $1 AND is_default = 1",
             )
             .bind(&chatbot_id)
             .fetch_optional(&self.pool)
@@ -100,7 +103,16 @@ impl Fanout for PostgresStore {
                 Some(r) => {
                     let types: Option<String> = r.try_get("event_types")?;
                     let filter: Option<String> = r.try_get("filter")?;
-                    Ok(Some(parse_route(types.as_deref(), filter.as_deref())))
+                    let headers: Option<String> = r.try_get("headers")?;
+                    let rate: Option<String> = r.try_get("rate_limit")?;
+                    let replies = r.try_get::<i64, _>("replies")? != 0;
+                    Ok(Some(DefaultSettings::from_row(
+                        types.as_deref(),
+                        filter.as_deref(),
+                        headers.as_deref(),
+                        replies,
+                        rate.as_deref(),
+                    )))
                 }
             }
         })
@@ -285,15 +297,36 @@ impl Fanout for PostgresStore {
 
     fn expire_held(&self, cutoff_ms: i64) -> BoxFut<'_, StoreResult<u64>> {
         Box::pin(async move {
+            let mut tx = self.pool.begin().await?;
             let r = sqlx::query(
                 "UPDATE deliveries SET status = 'dead', leased_until = 0
                  WHERE status IN ('pending', 'failed') AND created_at < $1
                    AND endpoint_id IN (SELECT id FROM endpoints WHERE enabled = 0)",
             )
             .bind(cutoff_ms)
-            .execute(&self.pool)
+            .execute(&mut *tx)
             .await?;
-            Ok(r.rows_affected())
+            // The default endpoint's deliveries are its events: those
+            // waiting for a disabled default end too. A conversation's
+            // older events end first, so its oldest left becomes the head.
+            let convs: Vec<String> = sqlx::query_scalar(
+                "UPDATE events SET status = 'dead', is_head = 0, leased_until = 0
+                 WHERE status IN ('pending', 'failed') AND created_at < $1
+                   AND chatbot_id IN (SELECT id FROM chatbots WHERE endpoint_disabled = 1)
+                 RETURNING conversation_id",
+            )
+            .bind(cutoff_ms)
+            .fetch_all(&mut *tx)
+            .await?;
+            let n = r.rows_affected() + convs.len() as u64;
+            let mut convs = convs;
+            convs.sort_unstable();
+            convs.dedup();
+            for cid in &convs {
+                super::queue::promote_next(&mut tx, cid).await?;
+            }
+            tx.commit().await?;
+            Ok(n)
         })
     }
 }

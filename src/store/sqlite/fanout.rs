@@ -5,7 +5,6 @@
 //! through the writer.
 
 use super::*;
-use crate::domain::endpoints::Route;
 use crate::store::fanout::*;
 
 /// The columns of a claimed delivery, with its event's and endpoint's.
@@ -86,15 +85,27 @@ impl Fanout for SqliteStore {
         Box::pin(async move { r })
     }
 
-    fn default_route(&self, chatbot_id: &str) -> BoxFut<'_, StoreResult<Option<Route>>> {
+    fn default_settings(
+        &self,
+        chatbot_id: &str,
+    ) -> BoxFut<'_, StoreResult<Option<DefaultSettings>>> {
         let r = self.read(|c| {
             c.prepare_cached(
-                "SELECT event_types, filter FROM endpoints WHERE chatbot_id = ?1 AND is_default = 1",
+                "SELECT event_types, filter, headers, replies, rate_limit FROM endpoints
+                 WHERE chatbot_id = ?1 AND is_default = 1",
             )?
             .query_row([chatbot_id], |r| {
                 let types: Option<String> = r.get(0)?;
                 let filter: Option<String> = r.get(1)?;
-                Ok(parse_route(types.as_deref(), filter.as_deref()))
+                let headers: Option<String> = r.get(2)?;
+                let rate: Option<String> = r.get(4)?;
+                Ok(DefaultSettings::from_row(
+                    types.as_deref(),
+                    filter.as_deref(),
+                    headers.as_deref(),
+                    r.get(3)?,
+                    rate.as_deref(),
+                ))
             })
             .optional()
         });
@@ -265,9 +276,38 @@ impl Fanout for SqliteStore {
                            AND endpoint_id IN (SELECT id FROM endpoints WHERE enabled = 0)",
                     )?
                     .execute([cutoff_ms])?;
-                Ok(n as u64)
+                // The default endpoint's deliveries are its events: those
+                // waiting for a disabled default end too. A conversation's
+                // older events end first, so its oldest left becomes the head.
+                let ended: Vec<(String, String)> = c
+                    .prepare_cached(
+                        "UPDATE events SET status = 'dead', is_head = 0, leased_until = 0
+                         WHERE status IN ('pending', 'failed') AND created_at < ?1
+                           AND chatbot_id IN (SELECT id FROM chatbots WHERE endpoint_disabled = 1)
+                         RETURNING id, conversation_id",
+                    )?
+                    .query_map([cutoff_ms], |r| Ok((r.get(0)?, r.get(1)?)))?
+                    .collect::<rusqlite::Result<_>>()?;
+                if ended.is_empty() {
+                    return Ok((n as u64, Vec::new()));
+                }
+                // Its counts of undelivered events per conversation.
+                super::writer_cache::clear();
+                let mut convs: Vec<&str> = ended.iter().map(|(_, c)| c.as_str()).collect();
+                convs.sort_unstable();
+                convs.dedup();
+                for cid in convs {
+                    super::queue::promote_next(c, cid)?;
+                }
+                let ids = ended.into_iter().map(|(id, _)| id).collect();
+                Ok((n as u64, ids))
             })
             .await
+            .map(|(n, ids): (u64, Vec<String>)| {
+                let ended = ids.len() as u64;
+                self.claims.lock().forget(&ids);
+                n + ended
+            })
         })
     }
 }
