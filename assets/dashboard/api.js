@@ -81,7 +81,12 @@ export async function sendNow(id) {
   if (!r.ok) return { ok: false, text: problem(r) };
   const a = r.body.attempt;
   if (!a) return { ok: false, pending: true, text: "Not sent yet: it waits behind an earlier event of its conversation, or the endpoint is disabled. It goes out with the queue." };
+  return { ...attemptResult(a), sent: r.body.sent };
+}
+
+/** One attempt as the page shows it: {ok, attempt, text}. */
+export function attemptResult(a) {
   const good = a.status_code >= 200 && a.status_code < 300;
   const answer = a.status_code === null ? (a.error || "no answer") : `${a.status_code}${good ? "" : ` (${a.error || "not accepted"})`}`;
-  return { ok: good, sent: r.body.sent, attempt: a, text: `${good ? "Accepted" : "Failed"}: ${answer} in ${a.duration_ms} ms (attempt #${a.number})` };
+  return { ok: good, attempt: a, text: `${good ? "Accepted" : "Failed"}: ${answer} in ${a.duration_ms} ms (attempt #${a.number})` };
 }

@@ -56,6 +56,10 @@ async fn serve(app: &TestApp) -> Server {
                 // default 200 requests a second of one API key.
                 "--limit-api-key",
                 "off",
+                // Each visitor clicks in bursts (ten, then more while the
+                // copy is made): more than the default 10 a second.
+                "--limit-visitor",
+                "off",
             ])
             .stdin(Stdio::null())
             .stdout(Stdio::null())

@@ -188,8 +188,9 @@ fn check_click(spans: &[Span], got: &Received, event_id: &str, bot_id: &str) -> 
         "the attempt's own span"
     );
     assert_eq!(
-        str_attr(&delivery, "blockhook.endpoint_id").as_deref(),
-        Some(bot_id)
+        str_attr(&delivery, "blockhook.endpoint_id"),
+        Some(bot_id.replacen("cb_", "ep_", 1)),
+        "the default endpoint's id"
     );
     assert_eq!(
         int_attr(&delivery, "blockhook.attempt"),
