@@ -106,11 +106,15 @@ export class Health {
     }
     const id = r.body.event_id;
     out.textContent = `Test event ${id} is being sent now…`;
-    // The queue may have sent it already (it goes out at once when the
-    // endpoint is healthy): then that attempt is the answer, and a manual
-    // send would deliver the test a second time.
-    const seen = await api("GET", `/api/v1/events/${encodeURIComponent(id)}`);
-    const first = seen.ok ? (seen.body.attempts || [])[0] : undefined;
+    // The queue sends it at once unless the endpoint's breaker holds it:
+    // its first attempt, when one comes within a moment, is the answer (a
+    // manual send then would deliver the test twice); otherwise send it now.
+    let first;
+    for (let i = 0; i < 15 && !first; i++) {
+      const seen = await api("GET", `/api/v1/events/${encodeURIComponent(id)}`);
+      first = seen.ok ? (seen.body.attempts || [])[0] : undefined;
+      if (!first) await new Promise((done) => setTimeout(done, 100));
+    }
     const s = first ? attemptResult(first) : await sendNow(id);
     out.className = `note ${s.ok ? "ok" : "error"} test-done`;
     out.replaceChildren(
