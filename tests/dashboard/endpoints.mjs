@@ -124,6 +124,8 @@ export function endpointScenarios({ input, WAIT, NARROW, DESKTOP, axe, shot, ove
       await f.waitForSelector("dialog.confirm-dialog[open]", { timeout: WAIT });
       out.dialogFocus = await f.evaluate(() => document.activeElement.dataset.confirm);
       await page.keyboard.press("Escape");
+      // The key reaches the framed page on its own schedule: wait for the dialog to go.
+      await f.waitForFunction(() => !document.querySelector("dialog.confirm-dialog"), null, { timeout: WAIT }).catch(() => {});
       out.dialogClosed = await f.locator("dialog.confirm-dialog").count();
       out.afterCancel = (await ids(f)).map((e) => e.id);
       await f.click(`${card(id)} [data-act=delete]`);

@@ -59,9 +59,13 @@ fn drive(scenario: &str, extra: Value) -> Value {
 
 /// The scenario, run off the test's runtime (the app keeps serving).
 pub async fn run(scenario: &'static str, extra: Value) -> Value {
-    actix_web::rt::task::spawn_blocking(move || drive(scenario, extra))
+    let out = actix_web::rt::task::spawn_blocking(move || drive(scenario, extra))
         .await
-        .expect("driver thread")
+        .expect("driver thread");
+    // Captured by the test harness and shown only when the test fails: what
+    // the page reported, whole, next to the assertion that failed.
+    eprintln!("{scenario}: {out}");
+    out
 }
 
 /// axe-core found nothing.
