@@ -255,6 +255,15 @@ impl AttemptNext {
         }
     }
 
+    /// Whether the attempt ends the event or delivery (nothing more is sent
+    /// for it, and the next one of its conversation may go).
+    pub fn is_final(self) -> bool {
+        matches!(
+            self,
+            AttemptNext::Succeeded | AttemptNext::Dead | AttemptNext::Skipped
+        )
+    }
+
     /// The event's status after the attempt: a retry or a disabled endpoint
     /// leaves it `failed` (still queued).
     pub fn status(self) -> EventStatus {

@@ -46,6 +46,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../migrations/postgres/0006_fillfactor.sql"),
     include_str!("../../migrations/postgres/0009_event_trace.sql"),
     include_str!("../../migrations/postgres/0010_endpoints.sql"),
+    include_str!("../../migrations/postgres/0011_delivery_heads.sql"),
 ];
 
 pub struct PostgresStore {

@@ -95,7 +95,8 @@ async fn redeliver_others(
         "UPDATE deliveries SET next_attempt_at = $4,
            status = CASE WHEN status = 'dead' THEN 'pending' ELSE status END,
            attempt_base = CASE WHEN status = 'dead' THEN attempts ELSE attempt_base END,
-           leased_until = CASE WHEN status = 'dead' THEN 0 ELSE leased_until END
+           leased_until = CASE WHEN status = 'dead' THEN 0 ELSE leased_until END,
+           is_head = CASE WHEN status = 'dead' THEN 1 ELSE is_head END
          WHERE chatbot_id = $1 AND status = $2 AND ($5 = '' OR endpoint_id = $5)
            AND EXISTS (SELECT 1 FROM events e WHERE e.seq = deliveries.event_seq AND e.created_at >= $3)",
     )

@@ -140,11 +140,17 @@ impl Fanout for PostgresStore {
                     convs.push(d.conversation_id);
                     ats.push(d.created_at);
                 }
+                lock_endpoints(&mut tx, &eps).await?;
                 // In event order, so that a conversation's deliveries to
-                // one endpoint are numbered as its events are.
+                // one endpoint are numbered as its events are. A delivery
+                // is its pair's head when none is waiting before it (two of
+                // one pair in this statement are both marked: the claim
+                // checks the order again).
                 sqlx::query(
-                    "INSERT INTO deliveries (event_seq, event_id, endpoint_id, chatbot_id, conversation_id, status, next_attempt_at, created_at)
-                     SELECT u.seq, u.id, u.ep, u.bot, u.conv, 'pending', u.at, u.at
+                    "INSERT INTO deliveries (event_seq, event_id, endpoint_id, chatbot_id, conversation_id, status, next_attempt_at, created_at, is_head)
+                     SELECT u.seq, u.id, u.ep, u.bot, u.conv, 'pending', u.at, u.at,
+                            CASE WHEN EXISTS (SELECT 1 FROM deliveries b WHERE b.endpoint_id = u.ep AND b.conversation_id = u.conv
+                                                AND b.status IN ('pending', 'failed')) THEN 0 ELSE 1 END
                      FROM UNNEST($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bigint[])
                        WITH ORDINALITY AS u(seq, id, ep, bot, conv, at, ord)
                      WHERE EXISTS (SELECT 1 FROM endpoints p WHERE p.id = u.ep)
@@ -184,7 +190,7 @@ impl Fanout for PostgresStore {
             let rows = sqlx::query(
                 "WITH due AS (
                    SELECT d.seq FROM deliveries d JOIN endpoints p ON p.id = d.endpoint_id
-                   WHERE d.status IN ('pending', 'failed') AND d.next_attempt_at <= $1 AND d.leased_until <= $1
+                   WHERE d.is_head = 1 AND d.status IN ('pending', 'failed') AND d.next_attempt_at <= $1 AND d.leased_until <= $1
                      AND p.enabled = 1 AND d.endpoint_id <> ALL($4)
                      AND NOT EXISTS (SELECT 1 FROM deliveries b
                                      WHERE b.endpoint_id = d.endpoint_id AND b.conversation_id = d.conversation_id
@@ -219,6 +225,14 @@ impl Fanout for PostgresStore {
     ) -> BoxFut<'_, StoreResult<()>> {
         Box::pin(async move {
             let mut tx = self.pool.begin().await?;
+            let ended: Vec<String> = records
+                .iter()
+                .filter(|r| r.rec.next.is_final())
+                .map(|r| r.endpoint_id.clone())
+                .collect();
+            if !ended.is_empty() {
+                lock_endpoints(&mut tx, &ended).await?;
+            }
             for r in &records {
                 let rec = &r.rec;
                 let next = match rec.next {
@@ -240,6 +254,9 @@ impl Fanout for PostgresStore {
                 if changed == 0 {
                     // Deleted with its endpoint or event while on the wire.
                     continue;
+                }
+                if rec.next.is_final() {
+                    promote_next(&mut tx, &r.endpoint_id, &rec.conversation_id).await?;
                 }
                 sqlx::query(
                     "INSERT INTO delivery_attempts (delivery_seq, number, event_id, endpoint_id, at, status_code,
@@ -298,14 +315,26 @@ impl Fanout for PostgresStore {
     fn expire_held(&self, cutoff_ms: i64) -> BoxFut<'_, StoreResult<u64>> {
         Box::pin(async move {
             let mut tx = self.pool.begin().await?;
-            let r = sqlx::query(
+            let disabled: Vec<String> =
+                sqlx::query_scalar("SELECT id FROM endpoints WHERE enabled = 0 AND is_default = 0")
+                    .fetch_all(&mut *tx)
+                    .await?;
+            lock_endpoints(&mut tx, &disabled).await?;
+            let mut pairs: Vec<(String, String)> = sqlx::query_as(
                 "UPDATE deliveries SET status = 'dead', leased_until = 0
-                 WHERE status IN ('pending', 'failed') AND created_at < $1
-                   AND endpoint_id IN (SELECT id FROM endpoints WHERE enabled = 0)",
+                 WHERE status IN ('pending', 'failed') AND created_at < $1 AND endpoint_id = ANY($2)
+                 RETURNING endpoint_id, conversation_id",
             )
             .bind(cutoff_ms)
-            .execute(&mut *tx)
+            .bind(&disabled)
+            .fetch_all(&mut *tx)
             .await?;
+            let expired = pairs.len() as u64;
+            pairs.sort_unstable();
+            pairs.dedup();
+            for (endpoint_id, conversation_id) in &pairs {
+                promote_next(&mut tx, endpoint_id, conversation_id).await?;
+            }
             // The default endpoint's deliveries are its events: those
             // waiting for a disabled default end too. A conversation's
             // older events end first, so its oldest left becomes the head.
@@ -318,7 +347,7 @@ impl Fanout for PostgresStore {
             .bind(cutoff_ms)
             .fetch_all(&mut *tx)
             .await?;
-            let n = r.rows_affected() + convs.len() as u64;
+            let n = expired + convs.len() as u64;
             let mut convs = convs;
             convs.sort_unstable();
             convs.dedup();
@@ -329,4 +358,45 @@ impl Fanout for PostgresStore {
             Ok(n)
         })
     }
+}
+
+/// Serialises, per endpoint, the transactions that mark heads: a delivery
+/// routed while the one before it ends sees it ended, or is promoted by it.
+/// Taken in one order (by key) so that two transactions never wait on each
+/// other.
+async fn lock_endpoints(
+    tx: &mut sqlx::Transaction<'_, sqlx::Postgres>,
+    ids: &[String],
+) -> StoreResult<()> {
+    if ids.is_empty() {
+        return Ok(());
+    }
+    sqlx::query(
+        "SELECT pg_advisory_xact_lock(7261537, k) FROM (
+           SELECT DISTINCT hashtext(id) AS k FROM UNNEST($1::text[]) AS u(id) ORDER BY k) s",
+    )
+    .bind(ids)
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
+}
+
+/// Marks the oldest delivery still to make of an (endpoint, conversation)
+/// pair as its head, once the one before it has ended.
+async fn promote_next(
+    tx: &mut sqlx::Transaction<'_, sqlx::Postgres>,
+    endpoint_id: &str,
+    conversation_id: &str,
+) -> StoreResult<()> {
+    sqlx::query(
+        "UPDATE deliveries SET is_head = 1 WHERE seq = (
+           SELECT min(seq) FROM deliveries
+           WHERE endpoint_id = $1 AND conversation_id = $2 AND status IN ('pending', 'failed'))
+         AND is_head = 0",
+    )
+    .bind(endpoint_id)
+    .bind(conversation_id)
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
 }

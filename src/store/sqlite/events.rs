@@ -141,7 +141,8 @@ impl Deliveries for SqliteStore {
                         "UPDATE deliveries SET next_attempt_at = ?2,
                            status = CASE WHEN status IN ('pending', 'failed') THEN status ELSE 'pending' END,
                            attempt_base = CASE WHEN status IN ('pending', 'failed') THEN attempt_base ELSE attempts END,
-                           leased_until = CASE WHEN status IN ('pending', 'failed') THEN leased_until ELSE 0 END
+                           leased_until = CASE WHEN status IN ('pending', 'failed') THEN leased_until ELSE 0 END,
+                           is_head = CASE WHEN status IN ('pending', 'failed') THEN is_head ELSE 1 END
                          WHERE event_seq = ?1 AND (?3 = '' OR endpoint_id = ?3)",
                         params![seq, now_ms, other],
                     )?;

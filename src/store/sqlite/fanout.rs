@@ -117,9 +117,13 @@ impl Fanout for SqliteStore {
         let hub = self.hub.clone();
         Box::pin(async move {
             self.write_decided(true, move |c| {
+                // In event order, one by one: each sees the ones before it,
+                // so the head of its (endpoint, conversation) pair is exact.
                 let mut ins = c.prepare_cached(
-                    "INSERT OR IGNORE INTO deliveries (event_seq, event_id, endpoint_id, chatbot_id, conversation_id, status, next_attempt_at, created_at)
-                     SELECT ?1, ?2, ?3, ?4, ?5, 'pending', ?6, ?6
+                    "INSERT OR IGNORE INTO deliveries (event_seq, event_id, endpoint_id, chatbot_id, conversation_id, status, next_attempt_at, created_at, is_head)
+                     SELECT ?1, ?2, ?3, ?4, ?5, 'pending', ?6, ?6,
+                            NOT EXISTS (SELECT 1 FROM deliveries b INDEXED BY deliveries_active
+                                        WHERE b.endpoint_id = ?3 AND b.conversation_id = ?5 AND b.status IN ('pending', 'failed'))
                      WHERE EXISTS (SELECT 1 FROM endpoints WHERE id = ?3) AND EXISTS (SELECT 1 FROM events WHERE seq = ?1)",
                 )?;
                 for d in &deliveries {
@@ -156,10 +160,10 @@ impl Fanout for SqliteStore {
         let found = self.read(|c| {
             let skip = serde_json::to_string(&skip).unwrap_or_default();
             c.prepare_cached(&format!(
-                "SELECT {CLAIM_COLS} FROM deliveries d
+                "SELECT {CLAIM_COLS} FROM deliveries d INDEXED BY deliveries_heads
                    JOIN endpoints p ON p.id = d.endpoint_id
                    JOIN events e ON e.seq = d.event_seq
-                 WHERE d.status IN ('pending', 'failed') AND d.next_attempt_at <= ?1 AND d.leased_until <= ?1
+                 WHERE d.is_head = 1 AND d.status IN ('pending', 'failed') AND d.next_attempt_at <= ?1 AND d.leased_until <= ?1
                    AND p.enabled = 1
                    AND d.endpoint_id NOT IN (SELECT value FROM json_each(?2))
                    AND NOT EXISTS (SELECT 1 FROM deliveries b INDEXED BY deliveries_active
@@ -216,6 +220,9 @@ impl Fanout for SqliteStore {
                         // Deleted with its endpoint or event while on the wire.
                         continue;
                     }
+                    if rec.next.is_final() {
+                        promote_next(c, &r.endpoint_id, &rec.conversation_id)?;
+                    }
                     c.prepare_cached(
                         "INSERT OR REPLACE INTO delivery_attempts (delivery_seq, number, event_id, endpoint_id, at, status_code,
                            duration_ms, error, response_excerpt, request_headers)
@@ -269,13 +276,22 @@ impl Fanout for SqliteStore {
     fn expire_held(&self, cutoff_ms: i64) -> BoxFut<'_, StoreResult<u64>> {
         Box::pin(async move {
             self.write_decided(false, move |c| {
-                let n = c
+                let pairs: Vec<(String, String)> = c
                     .prepare_cached(
                         "UPDATE deliveries SET status = 'dead', leased_until = 0
                          WHERE status IN ('pending', 'failed') AND created_at < ?1
-                           AND endpoint_id IN (SELECT id FROM endpoints WHERE enabled = 0)",
+                           AND endpoint_id IN (SELECT id FROM endpoints WHERE enabled = 0)
+                         RETURNING endpoint_id, conversation_id",
                     )?
-                    .execute([cutoff_ms])?;
+                    .query_map([cutoff_ms], |r| Ok((r.get(0)?, r.get(1)?)))?
+                    .collect::<rusqlite::Result<_>>()?;
+                let n = pairs.len();
+                let mut pairs = pairs;
+                pairs.sort_unstable();
+                pairs.dedup();
+                for (endpoint_id, conversation_id) in &pairs {
+                    promote_next(c, endpoint_id, conversation_id)?;
+                }
                 // The default endpoint's deliveries are its events: those
                 // waiting for a disabled default end too. A conversation's
                 // older events end first, so its oldest left becomes the head.
@@ -310,4 +326,17 @@ impl Fanout for SqliteStore {
             })
         })
     }
+}
+
+/// Marks the oldest delivery still to make of an (endpoint, conversation)
+/// pair as its head, once the one before it has ended.
+fn promote_next(c: &Connection, endpoint_id: &str, conversation_id: &str) -> rusqlite::Result<()> {
+    c.prepare_cached(
+        "UPDATE deliveries SET is_head = 1 WHERE seq = (
+           SELECT min(seq) FROM deliveries INDEXED BY deliveries_active
+           WHERE endpoint_id = ?1 AND conversation_id = ?2 AND status IN ('pending', 'failed'))
+         AND is_head = 0",
+    )?
+    .execute([endpoint_id, conversation_id])?;
+    Ok(())
 }

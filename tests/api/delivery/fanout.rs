@@ -377,3 +377,76 @@ async fn deleting_an_endpoint_drops_its_pending_deliveries() {
     assert_eq!(count(&app, &q).await, 0);
 }
 }
+
+store_test! {
+async fn held_deliveries_past_max_hold_end_dead_and_the_next_one_of_their_conversation_goes_out() {
+    let app = spawn_app_with(|c| {
+        fast()(c);
+        c.max_hold = Duration::from_secs(4);
+    })
+    .await;
+    let main = Receiver::start().await;
+    let mut rx = Receiver::start().await;
+    let bot = app.create_bot(&main.url).await;
+    let ep = add_endpoint(&app, &bot, &rx.url, None, None, false).await;
+    let conv = app.create_conv(&bot).await;
+    let mid = reusable_buttons(&app, &bot, &conv).await;
+    // Routed one after the other: the third waits behind the first.
+    let q = format!("SELECT count(*) FROM deliveries WHERE endpoint_id = '{}'", ep.id);
+    for n in 1..=3 {
+        click_ok(&app, &conv, &mid).await;
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while count(&app, &q).await < n {
+            assert!(Instant::now() < deadline, "routed while paused");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+    // The two oldest held for an hour, the newest made in an hour's time:
+    // the next check ends the two, and the third is its pair's head then.
+    sql(
+        &app,
+        &[
+            format!(
+                "UPDATE deliveries SET created_at = created_at - 3600000 WHERE endpoint_id = '{0}'
+                   AND seq < (SELECT max(seq) FROM deliveries WHERE endpoint_id = '{0}')",
+                ep.id
+            ),
+            format!(
+                "UPDATE deliveries SET created_at = created_at + 3600000 WHERE endpoint_id = '{0}'
+                   AND seq = (SELECT max(seq) FROM deliveries WHERE endpoint_id = '{0}')",
+                ep.id
+            ),
+        ],
+    )
+    .await;
+    let dead = format!("SELECT count(*) FROM deliveries WHERE endpoint_id = '{}' AND status = 'dead'", ep.id);
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while count(&app, &dead).await < 2 {
+        assert!(Instant::now() < deadline, "held past max-hold: dead");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let mut order: Vec<String> = app.events(&bot).await.iter()
+        .map(|e| e["event_id"].as_str().expect("id").to_string()).collect();
+    order.reverse();
+    assert_eq!(order.len(), 3);
+
+    // Enabled: the newest goes out, not stuck behind the two that ended.
+    set_enabled(&app, &ep, true).await;
+    let got = rx.take(1, Duration::from_secs(10)).await;
+    assert_eq!(webhook_id(&got[0]), order[2]);
+    assert!(rx.next(Duration::from_millis(500)).await.is_none(), "an ended delivery was sent");
+
+    // A redelivered one goes out again.
+    let r = app
+        .client
+        .post(app.url(&format!("/api/v1/events/{}/redeliver", order[0])))
+        .bearer_auth(&bot.api_key)
+        .json(&json!({"endpoint_id": ep.id}))
+        .send()
+        .await
+        .expect("redeliver");
+    assert!(r.status().is_success(), "{}", r.status());
+    let got = rx.take(1, Duration::from_secs(10)).await;
+    assert_eq!(webhook_id(&got[0]), order[0]);
+}
+}
