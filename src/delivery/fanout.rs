@@ -20,7 +20,7 @@ use super::window::Window;
 use crate::domain::endpoints::RateLimit;
 use crate::domain::time::now_ms;
 use crate::store::AttemptNext;
-use crate::store::fanout::{ClaimedDelivery, DeliveryRecord};
+use crate::store::fanout::{ClaimedDelivery, DeliveryRecord, Rooms};
 use crate::usecase::Services;
 
 /// Most deliveries in flight at once, across all extra endpoints.
@@ -32,6 +32,8 @@ pub const LEASE: Duration = Duration::from_secs(60);
 /// Longest sleep of an idle claim loop (retries fall due, other instances
 /// route events, an endpoint is enabled again).
 const IDLE_POLL: Duration = Duration::from_millis(250);
+/// The least time between two claims that found less than they could take.
+const CLAIM_GAP: Duration = Duration::from_millis(2);
 const BREAKER_THRESHOLD: u32 = 5;
 const BREAKER_REST: Rest = Rest {
     first: Duration::from_secs(1),
@@ -106,37 +108,42 @@ impl Fanout {
         }
     }
 
-    /// Endpoints not to claim for now (no room, or an open circuit), and
+    /// How many deliveries each endpoint may start now (fewer than the
+    /// limit while some are in flight, none while its circuit is open), and
     /// when the earliest open circuit lets a probe through.
-    fn held_back(&self, now: Instant) -> (Vec<String>, Option<Instant>) {
+    fn held_back(&self, now: Instant) -> (Rooms, Option<Instant>) {
         let limit = self.state.config.endpoint_concurrency;
         let ms = now_ms();
         let mut eps = self.endpoints.lock();
         eps.retain(|_, e| !e.breaker.is_idle() || !e.window.is_idle(ms, 3_600_000));
-        let skip = eps
+        let named = eps
             .iter()
-            .filter(|(_, e)| e.breaker.room(limit, now) == 0)
-            .map(|(k, _)| k.clone())
+            .map(|(k, e)| (k.clone(), e.breaker.room(limit, now) as i64))
+            .filter(|(_, room)| *room < limit as i64)
             .collect();
+        let rooms = Rooms {
+            named,
+            others: limit as i64,
+        };
         let reopen = eps
             .values()
             .filter_map(|e| e.breaker.reopens_at())
             .filter(|at| *at > now)
             .min();
-        (skip, reopen)
+        (rooms, reopen)
     }
 
     async fn claim_loop(self: Arc<Self>) {
         let store = self.state.store.clone();
         while !self.stop_claiming.is_cancelled() {
-            let (skip, reopen) = self.held_back(Instant::now());
+            let (rooms, reopen) = self.held_back(Instant::now());
             let free = self.global.available_permits();
             let mut more = false;
             if free > 0 {
                 let now = now_ms();
                 let size = free.min(CLAIM_BATCH);
                 match store
-                    .claim_deliveries(now, now + LEASE.as_millis() as i64, size, skip)
+                    .claim_deliveries(now, now + LEASE.as_millis() as i64, size, rooms)
                     .await
                 {
                     Ok(claimed) => {
@@ -158,6 +165,9 @@ impl Fanout {
                 _ = tokio::time::sleep(wait.max(Duration::from_millis(1))) => {}
                 _ = self.stop_claiming.cancelled() => return,
             }
+            // Every ended attempt wakes the loop: a short pause lets the
+            // ones ending together be refilled by one claim.
+            tokio::time::sleep(CLAIM_GAP).await;
         }
     }
 

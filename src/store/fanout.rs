@@ -131,6 +131,28 @@ pub struct DeliveryRecord {
     pub rec: AttemptRecord,
 }
 
+/// How many deliveries each endpoint may start now: those named, and
+/// `others` for every endpoint not named. A claim takes no more, so that
+/// nothing is leased only to be given back.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Rooms {
+    pub named: Vec<(String, i64)>,
+    pub others: i64,
+}
+
+impl Rooms {
+    /// The named rooms as a JSON object (`{"ep_…": 3}`), bound as one
+    /// parameter.
+    pub fn named_json(&self) -> String {
+        let map: serde_json::Map<String, serde_json::Value> = self
+            .named
+            .iter()
+            .map(|(id, n)| (id.clone(), serde_json::Value::from(*n)))
+            .collect();
+        serde_json::Value::Object(map).to_string()
+    }
+}
+
 /// Routing and fan-out (§13).
 pub trait Fanout: Send + Sync {
     /// Up to `limit` events still to route, oldest first.
@@ -146,15 +168,15 @@ pub trait Fanout: Send + Sync {
     /// endpoint, and only for endpoints and events that still exist) and
     /// marks the events routed.
     fn route(&self, deliveries: Vec<NewDelivery>, routed: Vec<i64>) -> BoxFut<'_, StoreResult<()>>;
-    /// Claims up to `limit` due deliveries of enabled endpoints (not those
-    /// in `skip`) that head their (endpoint, conversation), leased until
-    /// `lease_until`, oldest due first.
+    /// Claims up to `limit` due deliveries of enabled endpoints that head
+    /// their (endpoint, conversation), no more per endpoint than its room,
+    /// leased until `lease_until`, oldest due first.
     fn claim_deliveries(
         &self,
         now_ms: i64,
         lease_until: i64,
         limit: usize,
-        skip: Vec<String>,
+        rooms: Rooms,
     ) -> BoxFut<'_, StoreResult<Vec<ClaimedDelivery>>>;
     /// Records attempts and moves each delivery on; a 410 disables its
     /// endpoint (`gone`).

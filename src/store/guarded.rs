@@ -333,11 +333,11 @@ impl<S: Store> fanout::Fanout for Guarded<S> {
         now_ms: i64,
         lease_until: i64,
         limit: usize,
-        skip: Vec<String>,
+        rooms: fanout::Rooms,
     ) -> BoxFut<'_, StoreResult<Vec<fanout::ClaimedDelivery>>> {
         self.read(
             self.inner
-                .claim_deliveries(now_ms, lease_until, limit, skip),
+                .claim_deliveries(now_ms, lease_until, limit, rooms),
         )
     }
     fn record_delivery_attempts(

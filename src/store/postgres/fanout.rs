@@ -184,17 +184,24 @@ impl Fanout for PostgresStore {
         now_ms: i64,
         lease_until: i64,
         limit: usize,
-        skip: Vec<String>,
+        rooms: Rooms,
     ) -> BoxFut<'_, StoreResult<Vec<ClaimedDelivery>>> {
         Box::pin(async move {
+            // The due heads ranked within their endpoint, so that each
+            // endpoint gives no more than its room.
             let rows = sqlx::query(
-                "WITH due AS (
-                   SELECT d.seq FROM deliveries d JOIN endpoints p ON p.id = d.endpoint_id
+                "WITH ranked AS (
+                   SELECT d.seq, row_number() OVER (PARTITION BY d.endpoint_id ORDER BY d.next_attempt_at, d.seq) AS rank,
+                          COALESCE(($4::jsonb ->> d.endpoint_id)::bigint, $5) AS room
+                   FROM deliveries d JOIN endpoints p ON p.id = d.endpoint_id
                    WHERE d.is_head = 1 AND d.status IN ('pending', 'failed') AND d.next_attempt_at <= $1 AND d.leased_until <= $1
-                     AND p.enabled = 1 AND d.endpoint_id <> ALL($4)
+                     AND p.enabled = 1
                      AND NOT EXISTS (SELECT 1 FROM deliveries b
                                      WHERE b.endpoint_id = d.endpoint_id AND b.conversation_id = d.conversation_id
-                                       AND b.status IN ('pending', 'failed') AND b.seq < d.seq)
+                                       AND b.status IN ('pending', 'failed') AND b.seq < d.seq)),
+                 due AS (
+                   SELECT d.seq FROM deliveries d JOIN ranked r ON r.seq = d.seq
+                   WHERE r.rank <= r.room AND d.leased_until <= $1
                    ORDER BY d.next_attempt_at, d.seq LIMIT $3
                    FOR UPDATE OF d SKIP LOCKED),
                  leased AS (
@@ -209,7 +216,8 @@ impl Fanout for PostgresStore {
             .bind(now_ms)
             .bind(lease_until)
             .bind(limit as i64)
-            .bind(&skip)
+            .bind(rooms.named_json())
+            .bind(rooms.others)
             .fetch_all(&self.pool)
             .await?;
             rows.iter()

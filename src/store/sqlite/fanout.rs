@@ -155,23 +155,33 @@ impl Fanout for SqliteStore {
         now_ms: i64,
         lease_until: i64,
         limit: usize,
-        skip: Vec<String>,
+        rooms: Rooms,
     ) -> BoxFut<'_, StoreResult<Vec<ClaimedDelivery>>> {
         let found = self.read(|c| {
-            let skip = serde_json::to_string(&skip).unwrap_or_default();
+            // The due heads ranked within their endpoint, so that each
+            // endpoint gives no more than its room; an endpoint without
+            // room is passed over before its rows are read.
             c.prepare_cached(&format!(
-                "SELECT {CLAIM_COLS} FROM deliveries d INDEXED BY deliveries_heads
-                   JOIN endpoints p ON p.id = d.endpoint_id
-                   JOIN events e ON e.seq = d.event_seq
-                 WHERE d.is_head = 1 AND d.status IN ('pending', 'failed') AND d.next_attempt_at <= ?1 AND d.leased_until <= ?1
-                   AND p.enabled = 1
-                   AND d.endpoint_id NOT IN (SELECT value FROM json_each(?2))
-                   AND NOT EXISTS (SELECT 1 FROM deliveries b INDEXED BY deliveries_active
-                                   WHERE b.endpoint_id = d.endpoint_id AND b.conversation_id = d.conversation_id
-                                     AND b.status IN ('pending', 'failed') AND b.seq < d.seq)
+                "SELECT {CLAIM_COLS} FROM (
+                   SELECT h.seq AS hs, h.room AS room,
+                          row_number() OVER (PARTITION BY h.endpoint_id ORDER BY h.next_attempt_at, h.seq) AS rank
+                   FROM (SELECT d.seq, d.endpoint_id, d.conversation_id, d.next_attempt_at,
+                                coalesce((SELECT r.value FROM json_each(?2) r WHERE r.key = d.endpoint_id), ?4) AS room
+                         FROM deliveries d INDEXED BY deliveries_heads
+                         WHERE d.is_head = 1 AND d.status IN ('pending', 'failed')
+                           AND d.next_attempt_at <= ?1 AND d.leased_until <= ?1) h
+                   WHERE h.room > 0
+                     AND NOT EXISTS (SELECT 1 FROM deliveries b INDEXED BY deliveries_active
+                                     WHERE b.endpoint_id = h.endpoint_id
+                                       AND b.conversation_id = h.conversation_id
+                                       AND b.status IN ('pending', 'failed') AND b.seq < h.seq)) r
+                 JOIN deliveries d ON d.seq = r.hs
+                 JOIN endpoints p ON p.id = d.endpoint_id
+                 JOIN events e ON e.seq = d.event_seq
+                 WHERE r.rank <= r.room AND p.enabled = 1
                  ORDER BY d.next_attempt_at, d.seq LIMIT ?3"
             ))?
-            .query_map(params![now_ms, skip, limit as i64], claimed_row)?
+            .query_map(params![now_ms, rooms.named_json(), limit as i64, rooms.others], claimed_row)?
             .collect::<rusqlite::Result<Vec<_>>>()
         });
         Box::pin(async move {
