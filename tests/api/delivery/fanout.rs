@@ -11,7 +11,7 @@ use serde_json::json;
 use super::signatures::reference_verifies;
 use super::{click_ok, reusable_buttons, webhook_id};
 use crate::helpers::{
-    Answer, Bot, Receiver, TestApp, retry_delays, spawn_app_with, verify_signature,
+    Answer, Bot, Receiver, TestApp, open_store, retry_delays, spawn_app_with, verify_signature,
 };
 
 /// Runs statements on the store `app` runs on, as another process would.
@@ -448,5 +448,53 @@ async fn held_deliveries_past_max_hold_end_dead_and_the_next_one_of_their_conver
     assert!(r.status().is_success(), "{}", r.status());
     let got = rx.take(1, Duration::from_secs(10)).await;
     assert_eq!(webhook_id(&got[0]), order[0]);
+}
+}
+
+store_test! {
+async fn a_claim_takes_no_more_from_an_endpoint_than_its_room() {
+    use blockhook::store::fanout::{Fanout, Rooms};
+    // One delivery at a time to the endpoint, and it hangs: the app holds
+    // one leased and claims no more while it waits.
+    let app = spawn_app_with(|c| {
+        fast()(c);
+        c.endpoint_concurrency = 1;
+    })
+    .await;
+    let main = Receiver::start().await;
+    let slow = Receiver::start_with(vec![Answer::status(200).delay(Duration::from_secs(30))]).await;
+    let bot = app.create_bot(&main.url).await;
+    let ep = add_endpoint(&app, &bot, &slow.url, None, None, true).await;
+    for _ in 0..4 {
+        let conv = app.create_conv(&bot).await;
+        let mid = reusable_buttons(&app, &bot, &conv).await;
+        click_ok(&app, &conv, &mid).await;
+    }
+    let leased = format!(
+        "SELECT count(*) FROM deliveries WHERE endpoint_id = '{}' AND leased_until > 0",
+        ep.id
+    );
+    let all = format!("SELECT count(*) FROM deliveries WHERE endpoint_id = '{}'", ep.id);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while count(&app, &all).await < 4 || count(&app, &leased).await < 1 {
+        assert!(Instant::now() < deadline, "routed, and one on the wire");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // Three heads are due (one per conversation); each claim takes no more
+    // than the room it is given for this endpoint.
+    let store = open_store(&app).await;
+    let now = blockhook::domain::time::now_ms();
+    let lease = now + 60_000;
+    let room = |n: i64| Rooms { named: vec![(ep.id.clone(), n)], others: 32 };
+    assert!(store.claim_deliveries(now, lease, 10, room(0)).await.expect("claim").is_empty());
+    let one = store.claim_deliveries(now, lease, 10, room(1)).await.expect("claim");
+    assert_eq!(one.len(), 1);
+    let rest = store
+        .claim_deliveries(now, lease, 10, Rooms { named: vec![], others: 5 })
+        .await
+        .expect("claim");
+    assert_eq!(rest.len(), 2, "the two heads left, when the room is larger");
+    assert!(rest.iter().all(|d| d.endpoint_id == ep.id && d.claim.seq != one[0].claim.seq));
+    assert_eq!(count(&app, &leased).await, 4);
 }
 }
