@@ -89,9 +89,9 @@ pub async fn add_two(
 ) -> Result<(Counter, Counter), String> {
     let all = Counter::start()?;
     let half = Counter::start()?;
-    super::load::add_endpoint(client, base, key, &all.url, None).await?;
+    super::load::add_endpoint(client, base, key, &all.url, None, true).await?;
     let filter = json!({"action_id": ["approve"]});
-    super::load::add_endpoint(client, base, key, &half.url, Some(filter)).await?;
+    super::load::add_endpoint(client, base, key, &half.url, Some(filter), true).await?;
     Ok((all, half))
 }
 

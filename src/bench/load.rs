@@ -351,12 +351,13 @@ pub async fn add_endpoint(
     key: &str,
     url: &str,
     filter: Option<Value>,
+    enabled: bool,
 ) -> Result<(), String> {
     post(
         client,
         format!("{base}/api/v1/endpoints"),
         key,
-        json!({"url": url, "filter": filter}),
+        json!({"url": url, "filter": filter, "enabled": enabled}),
     )
     .await
     .map(|_| ())

@@ -76,7 +76,8 @@ pub struct BenchArgs {
     pub instances: Vec<usize>,
     /// Endpoints per chatbot in the closed loop: 1 (its default) or 3 (the
     /// default, one taking every event, one filtered to about half). A
-    /// list (`1,3`) runs the closed loop once per count.
+    /// list (`1,3`) runs the closed loop once per count. With `--backlog`,
+    /// 3 also runs `held`: as many deliveries waiting for a paused endpoint.
     #[arg(long, value_delimiter = ',', default_value = "1")]
     pub endpoints: Vec<usize>,
     /// Print one JSON object per line and mode instead of the table.
@@ -224,6 +225,10 @@ pub async fn run(args: BenchArgs) -> Result<i32, String> {
         for &i in &plan.instances {
             eprintln!("bench: backlog of {n} clicks{}", of(i));
             reports.push(modes::backlog(&ctx, n, i).await?);
+        }
+        if args.endpoints.contains(&3) {
+            eprintln!("bench: {n} deliveries held for a paused endpoint");
+            reports.push(modes::held(&ctx, n).await?);
         }
     }
     if let Some(n) = plan.purge {

@@ -259,6 +259,48 @@ pub async fn backlog(ctx: &Ctx, clicks: u64, instances: usize) -> Result<ModeRep
     result
 }
 
+/// Held: the default endpoint's receiver is up and a second endpoint is
+/// paused, so that every accepted click leaves a delivery waiting for it;
+/// the server's RSS is read once `clicks` of them wait (the counterpart of
+/// [`backlog`]'s waiting events).
+pub async fn held(ctx: &Ctx, clicks: u64) -> Result<ModeReport, String> {
+    let tracker = Tracker::new(ctx.conversations);
+    let receiver = Receiver::start(bind()?, tracker.clone())?;
+    let server = start_server(ctx, "held", 1, &receiver.url, &tracker).await?;
+    let result = async {
+        // Nothing listens on the paused endpoint's port: nothing is sent there.
+        let port = port(&bind()?)?;
+        let url = format!("http://127.0.0.1:{port}/held");
+        load::add_endpoint(&ctx.client, &server.base, &server.api_key, &url, None, false).await?;
+        let meter = Meter::start(&server.pids, ctx);
+        let sent = load::closed_loop(
+            &ctx.client,
+            &server.targets,
+            &tracker,
+            clicks,
+            ctx.concurrency,
+        )
+        .await;
+        tracker
+            .wait_matched(sent.accepted, Ctx::delivery_timeout(clicks))
+            .await;
+        // The router runs at most every 20 ms: time for the last to be
+        // routed and held.
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        let held_rss = memory_of(&server.pids, "VmRSS");
+        let mut r = meter.report("held", ctx, clicks, sent, tracker.snapshot());
+        r.concurrency = Some(ctx.concurrency);
+        r.endpoints = Some(2);
+        r.backlog_rss_mb = Some(held_rss);
+        r.server_peak_rss_mb = r.server_peak_rss_mb.max(held_rss);
+        Ok(r)
+    }
+    .await;
+    server.stop(ctx).await;
+    receiver.stop().await;
+    result
+}
+
 /// How long after its start the server runs its first purge pass: time
 /// enough for the setup and the warm-up, so that the open loop sends
 /// while the purge runs.

@@ -250,6 +250,12 @@ pub fn table(reports: &[ModeReport]) -> String {
             }
             s.push('\n');
         }
+        if let (Some(rss), None, "held") = (r.backlog_rss_mb, r.resume_s, &*r.mode) {
+            s.push_str(&format!(
+                "{name}: RSS {rss:.1} MB with {} deliveries held for a paused endpoint\n",
+                r.accepted
+            ));
+        }
         if let (Some(n), Some(t)) = (r.preload, r.preload_s) {
             s.push_str(&format!(
                 "{}: store preloaded with {n} conversations in {t:.1} s\n",
