@@ -271,7 +271,15 @@ pub async fn held(ctx: &Ctx, clicks: u64) -> Result<ModeReport, String> {
         // Nothing listens on the paused endpoint's port: nothing is sent there.
         let port = port(&bind()?)?;
         let url = format!("http://127.0.0.1:{port}/held");
-        load::add_endpoint(&ctx.client, &server.base, &server.api_key, &url, None, false).await?;
+        load::add_endpoint(
+            &ctx.client,
+            &server.base,
+            &server.api_key,
+            &url,
+            None,
+            false,
+        )
+        .await?;
         let meter = Meter::start(&server.pids, ctx);
         let sent = load::closed_loop(
             &ctx.client,

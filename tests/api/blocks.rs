@@ -75,6 +75,9 @@ async fn every_new_type_is_stored_shown_and_typed_in_the_event() {
         json!({"r": "c", "m": ["a", "c"], "d": "2026-07-01", "t": "09:30",
                "u": "https://example.com/help", "p": "+1 (555) 010-9999", "s": 4, "o": "ORD-123"})
     );
+    // The event, with a list, an integer rating, a date and a time among
+    // its values, validates against its published schema.
+    crate::schemas::check_payload(&e[0]["payload"]);
 }
 }
 
@@ -91,6 +94,7 @@ async fn omitted_values_are_empty_never_the_default() {
         e[0]["payload"]["values"],
         json!({"r": "", "m": [], "d": null, "t": null, "u": "", "p": "", "s": null, "o": ""})
     );
+    crate::schemas::check_payload(&e[0]["payload"]);
 }
 }
 

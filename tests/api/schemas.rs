@@ -255,7 +255,7 @@ fn event_schemas_require_every_key_and_refuse_any_other() {
 }
 
 /// Checks a payload the server sent: its schema, and exactly the §4 keys.
-fn check_payload(p: &Value) {
+pub fn check_payload(p: &Value) {
     let event = p["type"].as_str().expect("type");
     assert_eq!(p["event"], p["type"]);
     let v = compile(&format!("{event}.schema.json"));

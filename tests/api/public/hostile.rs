@@ -209,6 +209,8 @@ async fn ipv6_transition_forms_of_private_addresses_are_refused() {
         "[::127.0.0.1]",
         "[::a9fe:a9fe]",
         "[::ffff:a9fe:a9fe]",
+        "[::ffff:0:7f00:1]",
+        "[::ffff:0:a9fe:a9fe]",
         "[64:ff9b::a9fe:a9fe]",
         "[64:ff9b:1::a00:1]",
         "[2002:7f00:1::]",
