@@ -191,10 +191,15 @@ pub(super) async fn record_set(tx: &mut Tx<'_>, records: &[AttemptRecord]) -> St
            FROM UNNEST($1::text[], $9::text[], $2::bigint[], $10::bigint[], $11::bigint[]) AS u(id, status, number, next, is_head)
            WHERE e.id = u.id
          ), promoted AS (
+           -- Each conversation's first waiting event other than those just
+           -- ended (this statement does not see its own updates), read
+           -- from the front of its index: a long queue behind it is not read.
            UPDATE events SET is_head = 1 WHERE seq IN (
-             SELECT min(seq) FROM events
-             WHERE conversation_id = ANY($12) AND status IN ('pending', 'failed') AND NOT (id = ANY($1))
-             GROUP BY conversation_id)
+             SELECT n.seq FROM UNNEST($12::text[]) AS c(id)
+             CROSS JOIN LATERAL (
+               SELECT seq FROM events
+               WHERE conversation_id = c.id AND status IN ('pending', 'failed') AND NOT (id = ANY($1))
+               ORDER BY seq LIMIT 1) n)
            AND is_head = 0
            RETURNING 1
          )
