@@ -250,7 +250,7 @@ pub fn table(reports: &[ModeReport]) -> String {
             }
             s.push('\n');
         }
-        if let (Some(rss), None, "held") = (r.backlog_rss_mb, r.resume_s, &*r.mode) {
+        if let (Some(rss), None, "held") = (r.backlog_rss_mb, r.resume_s, r.mode) {
             s.push_str(&format!(
                 "{name}: RSS {rss:.1} MB with {} deliveries held for a paused endpoint\n",
                 r.accepted
