@@ -453,7 +453,7 @@ async fn held_deliveries_past_max_hold_end_dead_and_the_next_one_of_their_conver
 
 store_test! {
 async fn a_claim_takes_no_more_from_an_endpoint_than_its_room() {
-    use blockhook::store::fanout::{Fanout, Rooms};
+    use blockhook::store::fanout::Rooms;
     // One delivery at a time to the endpoint, and it hangs: the app holds
     // one leased and claims no more while it waits.
     let app = spawn_app_with(|c| {

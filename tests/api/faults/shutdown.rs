@@ -1,6 +1,7 @@
 //! Shutdown (§15): SIGTERM ends a held ask with `pending` and its id, the
 //! question outlives the restart and `blockhook ask` re-attaches to get its
-//! answer; SIGTERM during a click load loses no accepted click.
+//! answer; SIGTERM during a click load loses no accepted click; SIGINT
+//! (Ctrl-C) shuts down the same way, ending open streams too.
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -212,5 +213,86 @@ async fn sigterm_during_a_click_load_exits_cleanly_and_loses_no_accepted_click()
     }
     assert_eq!(stored.len(), accepted, "events stored vs clicks answered 2xx");
     assert!(delivered.is_subset(&stored));
+}
+}
+
+/// Reads a streamed body until the server ends it; what arrived.
+async fn read_to_end(resp: reqwest::Response) -> String {
+    use futures_util::StreamExt;
+    let mut body = resp.bytes_stream();
+    let mut out = String::new();
+    while let Some(chunk) = body.next().await {
+        match chunk {
+            Ok(c) => out.push_str(&String::from_utf8_lossy(&c)),
+            Err(_) => break,
+        }
+    }
+    out
+}
+
+store_test! {
+async fn sigint_ends_held_asks_and_open_streams_and_exits_cleanly() {
+    let app = child_app().await;
+    let mut server = start(&app, None, &[]).await;
+    let rx = Receiver::start().await;
+    let bot = app.create_bot(&rx.url).await;
+    let conv = app.create_conv(&bot).await;
+
+    // A visitor's stream and an API stream, both open …
+    let widget = app
+        .client
+        .get(app.url(&format!("/widget/v1/conversations/{}/stream", conv.id)))
+        .bearer_auth(&conv.token)
+        .header("Accept", "text/event-stream")
+        .send()
+        .await
+        .expect("widget stream");
+    assert_eq!(widget.status(), 200);
+    let api = app
+        .client
+        .get(app.url("/api/v1/stream"))
+        .bearer_auth(&bot.api_key)
+        .header("Accept", "text/event-stream")
+        .send()
+        .await
+        .expect("api stream");
+    assert_eq!(api.status(), 200);
+    let widget = tokio::spawn(read_to_end(widget));
+    let api = tokio::spawn(read_to_end(api));
+    // … and a held ask.
+    let client = app.client.clone();
+    let url = app.url(&format!("/api/v1/conversations/{}/ask", conv.id));
+    let key = bot.api_key.clone();
+    let held = tokio::spawn(async move {
+        let r = client
+            .post(url)
+            .bearer_auth(key)
+            .json(&json!({"message": "Ship it?", "timeout": "10m"}))
+            .send()
+            .await
+            .expect("ask");
+        assert_eq!(r.status(), 200);
+        r.text().await.expect("the answer ends cleanly")
+    });
+    let held_id = pending_in(&app, &bot.api_key, &conv.id).await;
+
+    // Ctrl-C: the same graceful shutdown as SIGTERM.
+    server.signal(libc::SIGINT);
+    let text = tokio::time::timeout(Duration::from_secs(15), held)
+        .await
+        .expect("the held ask ends at shutdown")
+        .expect("task");
+    let answer: Value = serde_json::from_str(text.trim()).expect("json answer");
+    assert_eq!(answer, json!({"answer": "pending", "interaction_id": held_id}));
+    for (what, stream) in [("widget", widget), ("api", api)] {
+        tokio::time::timeout(Duration::from_secs(15), stream)
+            .await
+            .unwrap_or_else(|_| panic!("the {what} stream ends at shutdown"))
+            .expect("task");
+    }
+    let status = server.exit_within(Duration::from_secs(20)).await;
+    assert_eq!(status.code(), Some(0), "clean exit: {}", server.stderr_text());
+    let log = server.stderr_text();
+    assert!(!log.contains("panicked"), "{log}");
 }
 }
