@@ -382,6 +382,14 @@ async fn purge_logged(log: &std::path::Path, within: Duration) -> Result<(u64, f
     let deadline = Instant::now() + within;
     loop {
         let text = strip_ansi(&std::fs::read_to_string(log).unwrap_or_default());
+        // The server logs JSON when its output is not a terminal.
+        if let Some(found) = text.lines().find_map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).ok()?;
+            (v["message"] == "retention purge")
+                .then(|| Some((v["conversations"].as_u64()?, v["seconds"].as_f64()?)))?
+        }) {
+            return Ok(found);
+        }
         if let Some(line) = text
             .lines()
             .find(|l| l.contains("retention purge") && l.contains("conversations="))
