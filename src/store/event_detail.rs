@@ -1,7 +1,7 @@
 //! An event's deliveries, one per endpoint (§13): how the deliveries log
-//! names an endpoint, one delivery, and an event with all of its.
+//! names an endpoint, its filters, an event's summary and attempts, one
+//! delivery, and an event with all of its.
 
-use super::{AttemptRow, EventSummary};
 use crate::domain::status::EventStatus;
 
 /// One of a chatbot's endpoints, as the deliveries log names it.
@@ -12,6 +12,44 @@ pub enum EndpointSel {
     Default,
     /// Another endpoint (`ep_…`): a row of `deliveries`.
     Other(String),
+}
+
+/// An event as the deliveries log lists it.
+#[derive(Debug, Clone)]
+pub struct EventSummary {
+    pub event_id: String,
+    pub event_type: String,
+    pub created_at: i64,
+    pub status: EventStatus,
+    pub attempts: u32,
+    pub next_attempt_at: Option<i64>,
+    pub payload: bytes::Bytes,
+}
+
+#[derive(Debug, Clone)]
+pub struct AttemptRow {
+    /// The endpoint it went to; `None`: the chatbot's default endpoint.
+    pub endpoint_id: Option<String>,
+    pub number: u32,
+    pub at: i64,
+    pub status_code: Option<u16>,
+    pub duration_ms: i64,
+    pub error: Option<String>,
+    pub response_excerpt: Option<String>,
+    /// The request headers sent, as a JSON object.
+    pub request_headers: Option<String>,
+}
+
+/// Filters of the deliveries log (`GET /api/v1/events`).
+#[derive(Debug, Clone, Default)]
+pub struct EventFilter {
+    /// Without `endpoint`: the event's aggregated status; with it: the
+    /// status of its delivery to that endpoint.
+    pub status: Option<EventStatus>,
+    pub event_type: Option<String>,
+    pub event_id: Option<String>,
+    /// Only events with a delivery to this endpoint.
+    pub endpoint: Option<EndpointSel>,
 }
 
 /// One delivery of an event to one endpoint.

@@ -35,6 +35,29 @@ async fn pending_in(app: &crate::helpers::TestApp, key: &str, cid: &str) -> Stri
     }
 }
 
+/// A question asked over plain HTTP and held until it is answered or the
+/// server ends it; the body it ended with.
+fn hold_ask(
+    app: &crate::helpers::TestApp,
+    cid: &str,
+    key: &str,
+) -> tokio::task::JoinHandle<String> {
+    let client = app.client.clone();
+    let url = app.url(&format!("/api/v1/conversations/{cid}/ask"));
+    let key = key.to_string();
+    tokio::spawn(async move {
+        let r = client
+            .post(url)
+            .bearer_auth(key)
+            .json(&json!({"message": "Ship it?", "timeout": "10m"}))
+            .send()
+            .await
+            .expect("ask");
+        assert_eq!(r.status(), 200);
+        r.text().await.expect("the answer ends cleanly")
+    })
+}
+
 store_test! {
 async fn sigterm_ends_a_held_ask_with_pending_and_the_cli_reattaches() {
     let app = child_app().await;
@@ -45,20 +68,7 @@ async fn sigterm_ends_a_held_ask_with_pending_and_the_cli_reattaches() {
     let cli_conv = app.create_conv(&bot).await;
 
     // A held ask over plain HTTP …
-    let client = app.client.clone();
-    let url = app.url(&format!("/api/v1/conversations/{}/ask", held_conv.id));
-    let key = bot.api_key.clone();
-    let held = tokio::spawn(async move {
-        let r = client
-            .post(url)
-            .bearer_auth(key)
-            .json(&json!({"message": "Ship it?", "timeout": "10m"}))
-            .send()
-            .await
-            .expect("ask");
-        assert_eq!(r.status(), 200);
-        r.text().await.expect("the answer ends cleanly")
-    });
+    let held = hold_ask(&app, &held_conv.id, &bot.api_key);
     // … and `blockhook ask`.
     let cli = tokio::process::Command::new(env!("CARGO_BIN_EXE_blockhook"))
         .args(["ask", &cli_conv.id, "Which region?", "-o", "eu:Europe", "-o", "us:America", "--timeout", "10m"])
@@ -260,20 +270,7 @@ async fn sigint_ends_held_asks_and_open_streams_and_exits_cleanly() {
     let widget = tokio::spawn(read_to_end(widget));
     let api = tokio::spawn(read_to_end(api));
     // … and a held ask.
-    let client = app.client.clone();
-    let url = app.url(&format!("/api/v1/conversations/{}/ask", conv.id));
-    let key = bot.api_key.clone();
-    let held = tokio::spawn(async move {
-        let r = client
-            .post(url)
-            .bearer_auth(key)
-            .json(&json!({"message": "Ship it?", "timeout": "10m"}))
-            .send()
-            .await
-            .expect("ask");
-        assert_eq!(r.status(), 200);
-        r.text().await.expect("the answer ends cleanly")
-    });
+    let held = hold_ask(&app, &conv.id, &bot.api_key);
     let held_id = pending_in(&app, &bot.api_key, &conv.id).await;
 
     // Ctrl-C: the same graceful shutdown as SIGTERM.

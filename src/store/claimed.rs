@@ -1,0 +1,99 @@
+//! A delivery as a worker claims it, and the outcome of one attempt to
+//! send it, as the queue and the fan-out record it.
+
+use crate::domain::model::Chatbot;
+use crate::domain::status::EventStatus;
+
+/// A delivery claimed by a worker.
+#[derive(Debug, Clone)]
+pub struct Claimed {
+    pub seq: i64,
+    pub event_id: String,
+    pub chatbot_id: String,
+    pub conversation_id: String,
+    pub payload: bytes::Bytes,
+    /// Attempts made before this one.
+    pub attempts: u32,
+    /// Attempts made before the last redeliver: a redelivered event gets a
+    /// fresh retry budget while attempt numbers keep counting.
+    pub attempt_base: u32,
+    /// The `traceparent` its deliveries continue.
+    pub trace: Option<String>,
+    /// Its chatbot as read in the transaction that committed the event or
+    /// made it its conversation's head, when the store had it at hand (the
+    /// dispatcher reads it otherwise).
+    pub bot: Option<std::sync::Arc<Chatbot>>,
+}
+
+/// What one claim took, and when it took fewer than asked, when the next
+/// delivery it left falls due (so that the claim loop need not ask).
+#[derive(Debug, Default)]
+pub struct Claim {
+    pub claimed: Vec<Claimed>,
+    /// `Some` after a short claim: the earliest time (ms) a delivery falls
+    /// due or its lease ends (`None` inside: no delivery is waiting). `None`
+    /// after a full claim, which the loop follows with another at once.
+    pub next_due_at: Option<Option<i64>>,
+}
+
+/// The outcome of one delivery attempt, recorded in one batch with others.
+#[derive(Debug, Clone)]
+pub struct AttemptRecord {
+    pub event_id: String,
+    /// The event's row (`Claimed::seq`).
+    pub seq: i64,
+    pub conversation_id: String,
+    pub number: u32,
+    pub at_ms: i64,
+    pub status_code: Option<u16>,
+    pub duration_ms: i64,
+    pub error: Option<String>,
+    pub response_excerpt: Option<String>,
+    /// The request headers sent, as a JSON object (`None` when nothing was sent).
+    pub request_headers: Option<String>,
+    pub next: AttemptNext,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum AttemptNext {
+    Succeeded,
+    /// Retry at this time (ms since epoch).
+    RetryAt(i64),
+    Dead,
+    /// The endpoint said `410 Gone`: disable it; the delivery waits.
+    EndpointGone,
+    /// The default endpoint's event types or filter do not take the event:
+    /// nothing was sent, no attempt is recorded, and the conversation's
+    /// next event becomes the head as after a success.
+    Skipped,
+}
+
+impl AttemptNext {
+    /// The status stored for the event or delivery after the attempt:
+    /// [`Self::status`], or `skipped`.
+    pub fn status_str(self) -> &'static str {
+        match self {
+            AttemptNext::Skipped => "skipped",
+            other => other.status().as_str(),
+        }
+    }
+
+    /// Whether the attempt ends the event or delivery (nothing more is sent
+    /// for it, and the next one of its conversation may go).
+    pub fn is_final(self) -> bool {
+        matches!(
+            self,
+            AttemptNext::Succeeded | AttemptNext::Dead | AttemptNext::Skipped
+        )
+    }
+
+    /// The event's status after the attempt: a retry or a disabled endpoint
+    /// leaves it `failed` (still queued).
+    pub fn status(self) -> EventStatus {
+        match self {
+            AttemptNext::Succeeded | AttemptNext::Skipped => EventStatus::Succeeded,
+            AttemptNext::Dead => EventStatus::Dead,
+            AttemptNext::RetryAt(_) | AttemptNext::EndpointGone => EventStatus::Failed,
+        }
+    }
+}
