@@ -234,6 +234,40 @@ impl Claims {
     }
 }
 
+/// Deliveries taken out of the queue or leased by a claim that has not
+/// returned them yet: given back, first in line, should the claim be
+/// dropped on the way (a caller that gave up, a cut at the store's bound),
+/// so that no lease outlives a claim nobody received.
+pub struct Taken<'a> {
+    claims: &'a parking_lot::Mutex<Claims>,
+    items: Vec<Claimed>,
+}
+
+impl<'a> Taken<'a> {
+    pub fn new(claims: &'a parking_lot::Mutex<Claims>, items: Vec<Claimed>) -> Self {
+        Self { claims, items }
+    }
+
+    pub fn items(&self) -> &[Claimed] {
+        &self.items
+    }
+
+    /// The claim returns them: they are its caller's now.
+    pub fn handed(mut self) -> Vec<Claimed> {
+        std::mem::take(&mut self.items)
+    }
+}
+
+impl Drop for Taken<'_> {
+    fn drop(&mut self) {
+        if !self.items.is_empty() {
+            self.claims
+                .lock()
+                .give_back(std::mem::take(&mut self.items));
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -385,5 +419,27 @@ mod tests {
             .map(|c| c.event_id)
             .collect();
         assert_eq!(ids, ["a", "b", "c"]);
+    }
+
+    #[test]
+    fn deliveries_taken_by_a_claim_that_is_dropped_go_back_first_in_line() {
+        let claims = parking_lot::Mutex::new(Claims::default());
+        claims.lock().offer([ev("a", "x"), ev("b", "x")]);
+        let out = claims.lock().take_hot(1, &[], 50);
+        drop(Taken::new(&claims, out));
+        let out = claims.lock().take_hot(2, &[], 50);
+        let ids: Vec<_> = out.iter().map(|c| c.event_id.as_str()).collect();
+        assert_eq!(ids, ["a", "b"], "given back, in their order");
+        let handed = Taken::new(&claims, out).handed();
+        assert_eq!(handed.len(), 2);
+        assert!(
+            claims.lock().take_hot(2, &[], 50).is_empty(),
+            "handed out, not given back"
+        );
+        assert_eq!(
+            claims.lock().leases.get("a"),
+            Some(&50),
+            "leased to the claim's caller"
+        );
     }
 }

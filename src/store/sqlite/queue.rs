@@ -1,6 +1,7 @@
 //! The delivery queue: events inserted and promoted to head, claims,
 //! attempt records, leases and the queue's figures.
 
+use super::claims::Taken;
 use super::*;
 
 /// Inserts an event; returns it as a delivery to hand out at once when it
@@ -118,24 +119,27 @@ impl SqliteStore {
     }
 }
 
-impl Queue for SqliteStore {
-    fn claim_due(
+impl SqliteStore {
+    /// The claimable deliveries, leased in memory until `lease_until`: the
+    /// hot queue first, the table when it may hold more; and when the next
+    /// claim may find work no wake-up announces.
+    fn take_due(
         &self,
         now_ms: i64,
         lease_until: i64,
         limit: usize,
-        skip: Vec<String>,
-    ) -> BoxFut<'_, StoreResult<Claim>> {
+        skip: &[String],
+    ) -> StoreResult<(Vec<Claimed>, Option<Option<i64>>)> {
         // One process owns a SQLite file, so leases live in memory: a claim
         // takes the hot queue first and reads the table only when it may
         // hold more (see `claims`), with no write transaction of its own.
         let mut cl = self.claims.lock();
         cl.expire(now_ms);
-        let mut out = cl.take_hot(limit, &skip, lease_until);
-        let r = if out.len() < limit && cl.cold_due(now_ms, &skip) {
+        let mut out = cl.take_hot(limit, skip, lease_until);
+        let r = if out.len() < limit && cl.cold_due(now_ms, skip) {
             let want = limit - out.len();
             let scan = self.read(|c| {
-                let skip = serde_json::to_string(&skip).unwrap_or_default();
+                let skip = serde_json::to_string(skip).unwrap_or_default();
                 let mut s = c.prepare_cached(
                     "SELECT seq, id, chatbot_id, conversation_id, payload, attempts, attempt_base, traceparent FROM events e
                      WHERE e.is_head = 1 AND e.status IN ('pending', 'failed') AND e.next_attempt_at <= ?1
@@ -167,14 +171,21 @@ impl Queue for SqliteStore {
                 }
                 Ok(found)
             });
-            scan.map(|found| {
-                cl.scanned(now_ms, found.len() < want, &skip);
-                for c in found {
-                    cl.leases.insert(c.event_id.clone(), lease_until);
-                    out.push(c);
+            match scan {
+                Ok(found) => {
+                    cl.scanned(now_ms, found.len() < want, skip);
+                    for c in found {
+                        cl.leases.insert(c.event_id.clone(), lease_until);
+                        out.push(c);
+                    }
+                    Ok(out)
                 }
-                out
-            })
+                Err(e) => {
+                    // What the queue gave is the next claim's.
+                    cl.give_back(out);
+                    Err(e)
+                }
+            }
         } else {
             Ok(out)
         };
@@ -183,18 +194,30 @@ impl Queue for SqliteStore {
             Ok(rows) if rows.len() < limit => Some(cl.next_due_at(now_ms)),
             _ => None,
         };
-        drop(cl);
+        Ok((r?, next))
+    }
+}
+
+impl Queue for SqliteStore {
+    fn claim_due(
+        &self,
+        now_ms: i64,
+        lease_until: i64,
+        limit: usize,
+        skip: Vec<String>,
+    ) -> BoxFut<'_, StoreResult<Claim>> {
+        // Nothing is taken before the future runs: a claim turned away
+        // unpolled (an open circuit) leaves the queue as it was.
         Box::pin(async move {
-            let mut claimed = r?;
+            let (mut claimed, next) = self.take_due(now_ms, lease_until, limit, &skip)?;
             claimed.sort_by_key(|r| r.seq);
+            let taken = Taken::new(&self.claims, claimed);
             // Written before any of them is sent: a crash from here on
-            // counts their tries (see `release_leases`).
-            if let Err(e) = self.mark_leased(&claimed, lease_until).await {
-                self.claims.lock().give_back(claimed);
-                return Err(e);
-            }
+            // counts their tries (see `release_leases`). Should this fail,
+            // or the claim be dropped meanwhile, `taken` gives them back.
+            self.mark_leased(taken.items(), lease_until).await?;
             Ok(Claim {
-                claimed,
+                claimed: taken.handed(),
                 next_due_at: next,
             })
         })
@@ -410,5 +433,77 @@ impl Queue for SqliteStore {
             })
         });
         Box::pin(async move { r })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::model::Chatbot;
+
+    /// A store on a fresh file with one chatbot and one head event of it
+    /// waiting in the hot queue.
+    async fn store_with_one_event() -> (tempfile::TempDir, SqliteStore) {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("q.db").display().to_string();
+        let store = SqliteStore::open(&path, Arc::new(Hub::new())).expect("store");
+        let bot = Chatbot {
+            id: "cb_1".into(),
+            name: "Bot".into(),
+            webhook_url: "http://127.0.0.1:9/hook".into(),
+            retention_ms: 86_400_000,
+            signing_secret: "whsec_x".into(),
+            previous_secret: None,
+            endpoint_disabled: false,
+            member_id: "mem_1".into(),
+            created_at: 1,
+            allowed_origins: Default::default(),
+        };
+        store
+            .create_chatbot(bot, "hash".into())
+            .await
+            .expect("chatbot");
+        let event = NewEvent {
+            id: "evt_1".into(),
+            chatbot_id: "cb_1".into(),
+            conversation_id: "conv_1".into(),
+            event_type: "interaction.button_clicked",
+            payload: b"{}".to_vec(),
+            created_at: 1,
+            trace: None,
+        };
+        store.enqueue_event(event).await.expect("event");
+        (dir, store)
+    }
+
+    /// A claim turned away before it ran (an open circuit drops it
+    /// unpolled) takes nothing: the next claim gets the event at once, not
+    /// after a lease nobody holds has run out.
+    #[actix_web::test]
+    async fn a_claim_dropped_unpolled_leaves_the_queue_as_it_was() {
+        let (_dir, store) = store_with_one_event().await;
+        let far = i64::MAX / 4;
+        drop(store.claim_due(10, far, 16, vec![]));
+        let claim = store.claim_due(10, far, 16, vec![]).await.expect("claim");
+        let ids: Vec<_> = claim.claimed.iter().map(|c| c.event_id.as_str()).collect();
+        assert_eq!(ids, ["evt_1"]);
+    }
+
+    /// A claim dropped while its lease is being written gives its
+    /// deliveries back.
+    #[actix_web::test]
+    async fn a_claim_dropped_on_the_way_gives_its_deliveries_back() {
+        let (_dir, store) = store_with_one_event().await;
+        let far = i64::MAX / 4;
+        let mut claim = store.claim_due(10, far, 16, vec![]);
+        // One poll takes the event and sends the lease to the writer
+        // thread, which cannot have answered yet.
+        let first =
+            std::future::poll_fn(|cx| std::task::Poll::Ready(claim.as_mut().poll(cx))).await;
+        assert!(first.is_pending(), "the lease is written by another thread");
+        drop(claim);
+        let got = store.claim_due(10, far, 16, vec![]).await.expect("claim");
+        let ids: Vec<_> = got.claimed.iter().map(|c| c.event_id.as_str()).collect();
+        assert_eq!(ids, ["evt_1"]);
     }
 }

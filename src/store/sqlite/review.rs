@@ -1,7 +1,7 @@
 //! What a reviewer does from the dashboard: conversations searched, and one
 //! delivery taken out of the queue to be sent now.
 
-use super::claims::One;
+use super::claims::{One, Taken};
 use super::*;
 
 /// A conversation by id, visitor id, a part of the visitor's name or of a
@@ -51,11 +51,36 @@ impl Review for SqliteStore {
         now_ms: i64,
         lease_until: i64,
     ) -> BoxFut<'_, StoreResult<Option<Claimed>>> {
+        // Nothing is taken before the future runs (see `claim_due`).
+        let (chatbot_id, event_id) = (chatbot_id.to_string(), event_id.to_string());
+        Box::pin(async move {
+            let Some(c) = self.take_for_send(&chatbot_id, &event_id, now_ms, lease_until)? else {
+                return Ok(None);
+            };
+            let taken = Taken::new(&self.claims, vec![c]);
+            // Written before it is sent, as a claim's lease is; given back
+            // should this fail or the call be dropped meanwhile.
+            self.mark_leased(taken.items(), lease_until).await?;
+            Ok(taken.handed().pop())
+        })
+    }
+}
+
+impl SqliteStore {
+    /// Event `event_id` leased in memory for a manual send, when it is the
+    /// head of its conversation and no one else holds it.
+    fn take_for_send(
+        &self,
+        chatbot_id: &str,
+        event_id: &str,
+        now_ms: i64,
+        lease_until: i64,
+    ) -> StoreResult<Option<Claimed>> {
         // Leases live in memory (see `claims`): the event is taken there,
         // under the same lock a claim holds, so no claim hands it out too.
         let mut cl = self.claims.lock();
         cl.expire(now_ms);
-        let got = match cl.take_one(event_id, lease_until) {
+        match cl.take_one(event_id, lease_until) {
             One::Held => Ok(None),
             One::Queued(c) if c.chatbot_id == chatbot_id => Ok(Some(c)),
             One::Queued(c) => {
@@ -89,21 +114,6 @@ impl Review for SqliteStore {
                         cl.leases.insert(c.event_id.clone(), lease_until);
                     }
                 }),
-        };
-        drop(cl);
-        Box::pin(async move {
-            let Some(c) = got? else {
-                return Ok(None);
-            };
-            // Written before it is sent, as a claim's lease is.
-            if let Err(e) = self
-                .mark_leased(std::slice::from_ref(&c), lease_until)
-                .await
-            {
-                self.claims.lock().give_back(vec![c]);
-                return Err(e);
-            }
-            Ok(Some(c))
-        })
+        }
     }
 }
