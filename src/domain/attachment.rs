@@ -5,7 +5,7 @@ use base64::Engine;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::error::FieldError;
+use crate::domain::error::FieldError;
 
 /// At most 512 KiB decoded, so an ask's body stays under the 1 MiB limit.
 pub const MAX_BYTES: usize = 512 * 1024;

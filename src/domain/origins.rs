@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use crate::error::FieldError;
+use crate::domain::error::FieldError;
 
 /// At most this many entries in one list.
 pub const MAX_ORIGINS: usize = 100;
