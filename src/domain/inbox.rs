@@ -319,6 +319,7 @@ pub fn settle(
 }
 
 /// What an accepted visitor action does, decided before anything is written.
+#[derive(Debug)]
 pub struct Decided {
     pub accepted: Accepted,
     /// The interaction it answered, if that was pending.
@@ -495,3 +496,6 @@ pub fn after_replace(
         .collect();
     (changed, fresh)
 }
+
+#[cfg(test)]
+mod tests;
