@@ -2,7 +2,6 @@
 //! deleting, in bounded batches) and `blockhook backup`.
 
 pub mod backup;
-pub mod pace;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

@@ -8,6 +8,7 @@ pub mod endpoints;
 mod event_detail;
 pub mod fanout;
 pub mod guarded;
+pub mod pace;
 pub mod postgres;
 pub mod script;
 pub mod sqlite;

@@ -24,8 +24,6 @@ mod fanout;
 mod inbox;
 mod interactions;
 mod lifecycle;
-/// Public for the tests that read its literals back through the server.
-pub mod literal;
 mod messages;
 pub mod notify;
 mod queue;

@@ -5,7 +5,10 @@
 //! when it has committed. Each transaction is one statement per step
 //! whatever the number of clicks, and one commit (`synchronous_commit` as
 //! the server has it: a click is answered only once its commit is durable),
-//! in two round trips on a connection of the batches' own.
+//! on a connection of the batches' own: four round trips (`BEGIN`, the
+//! read, the write, `COMMIT`), every value a bound parameter (arrays for
+//! the write's rows).
+
 //!
 //! A batch runs on a task of the runtime of the click that started it (an
 //! HTTP worker's), not beside the delivery tasks; one at a time.
@@ -25,12 +28,9 @@
 //! with `Retry-After`) at once; when one of the clicks run on their own
 //! finds it out of reach, the rest are answered so without waiting again.
 
-use std::sync::atomic::{AtomicU16, Ordering};
 use std::sync::{Arc, Mutex};
 
-use futures_util::TryStreamExt;
-use sqlx::Either;
-use sqlx::postgres::{PgConnection, PgPool, PgRow};
+use sqlx::postgres::{PgConnection, PgPool};
 use tokio::sync::oneshot;
 
 use super::connect::Held;
@@ -49,7 +49,7 @@ use crate::store::{
 mod read;
 mod write;
 
-use write::write_statement;
+use write::Write;
 
 /// Most clicks in one transaction.
 const MAX_BATCH: usize = 256;
@@ -97,10 +97,8 @@ pub struct Batcher {
 struct Inner {
     queue: Mutex<Queue>,
     pool: PgPool,
-    /// The batches' own connection (one batch at a time), and the
-    /// statements prepared on it.
+    /// The batches' own connection (one batch at a time).
     conn: Held,
-    prepared: AtomicU16,
     instance: Instance,
     single: Single,
     queued: Arc<Queued>,
@@ -121,7 +119,6 @@ impl Batcher {
                 queue: Mutex::new(Queue::default()),
                 pool,
                 conn,
-                prepared: AtomicU16::new(0),
                 instance,
                 single,
                 queued,
@@ -256,20 +253,16 @@ impl Inner {
     /// Applies the clicks in one transaction. Per click: `Some(result)`, or
     /// `None` for one to run on its own afterwards.
     ///
-    /// Two round trips: `BEGIN` and the read in one message, the write and
-    /// `COMMIT` in another; a third, the notifications with the `COMMIT`, only
-    /// where another instance may hear them (they name the write's stream
-    /// entries). Each message is a simple query of `EXECUTE`s of statements
-    /// prepared on the batches' own connection, the values written into it
-    /// (see [`super::literal`]): bound parameters would take a round trip per
-    /// statement. A failure closes that connection, whatever transaction it
-    /// left open with it. Once the message with the `COMMIT` came back, nothing
-    /// fails the batch (a failure then would send committed clicks round again).
+    /// `BEGIN`, the read, the write, and `COMMIT`, each a round trip; the
+    /// notifications a fifth, only where another instance may hear them
+    /// (they name the write's stream entries). The read and the write are
+    /// statements of fixed text (one per shape of the write), prepared by
+    /// the driver once per connection, every value bound. A failure closes
+    /// the connection, whatever transaction it left open with it. Once the
+    /// `COMMIT` came back, nothing fails the batch (a failure then would
+    /// send committed clicks round again).
     async fn apply_set(&self, reqs: &[&InteractRequest]) -> Result<Results, Failed> {
         let mut held = self.conn.get().await.map_err(Failed::Reach)?;
-        if held.fresh() {
-            self.prepared.store(0, Ordering::Relaxed);
-        }
         let r = match held.conn() {
             Ok(conn) => match tokio::time::timeout(BATCH_BOUND, self.apply_on(conn, reqs)).await {
                 Ok(r) => r,
@@ -297,27 +290,13 @@ enum Failed {
     Run(StoreError),
 }
 
-/// The statements a message must prepare before it uses them: those of
-/// `bits` not yet in `prepared` (see [`READ`] and [`write::Shape::bit`]).
-fn to_prepare(prepared: &AtomicU16, bits: u16, sql: impl FnOnce() -> String) -> String {
-    if prepared.load(Ordering::Relaxed) & bits == bits {
-        return String::new();
-    }
-    format!("{}; ", sql())
-}
-
-/// The read's bit in the set of prepared statements (the write's shapes
-/// have 0 to 7).
-const READ: u16 = 1 << 8;
-
 impl Inner {
     async fn apply_on(
         &self,
         conn: &mut PgConnection,
         reqs: &[&InteractRequest],
     ) -> StoreResult<Results> {
-        let (prepared, pool, instance, queued) =
-            (&self.prepared, &self.pool, &self.instance, &*self.queued);
+        let (pool, instance, queued) = (&self.pool, &self.instance, &*self.queued);
         // A message id with a NUL names no message (text cannot hold one).
         let mut ids: Vec<&str> = reqs
             .iter()
@@ -326,14 +305,8 @@ impl Inner {
             .collect();
         ids.sort_unstable();
         ids.dedup();
-        // A statement is prepared in the message that first uses it: one
-        // result more to skip, and the bit set once the message went through.
-        let prep = to_prepare(prepared, READ, read::prepare);
-        let skip = 1 + usize::from(!prep.is_empty());
-        let sql = format!("BEGIN; {prep}{}", read::execute(&ids)?);
-        let rows = simple(conn, &sql, skip).await?;
-        prepared.fetch_or(READ, Ordering::Relaxed);
-        let (mut messages, ctx, mut interactions) = read::parse(&rows)?;
+        sqlx::Executor::execute(&mut *conn, "BEGIN").await?;
+        let (mut messages, ctx, mut interactions) = read::read(conn, &ids).await?;
 
         let mut results: Results = (0..reqs.len()).map(|_| None).collect();
         let mut decisions = Vec::new();
@@ -407,40 +380,14 @@ impl Inner {
             });
         }
         if decisions.is_empty() {
-            simple(conn, "ROLLBACK", 0).await?;
+            sqlx::Executor::execute(&mut *conn, "ROLLBACK").await?;
             return Ok(results);
         }
 
         let lease = queued.lease(crate::domain::time::now_ms());
-        let (shape, write) = write_statement(&interactions, &messages, &decisions, lease.as_ref())?;
-        let bit = 1u16 << shape.bit();
-        let prep = to_prepare(prepared, bit, || shape.prepare());
-        let skip = usize::from(!prep.is_empty());
-        // The notifications name the write's stream entries: where another
-        // instance may hear them they go in a message of their own with the
-        // commit; alone, the commit goes with the write.
-        let peers = instance.has_peers();
-        let sql = if peers {
-            format!("{prep}{write}")
-        } else {
-            format!("{prep}{write}; COMMIT")
-        };
-        let t0 = std::time::Instant::now();
-        let rows = simple(conn, &sql, skip).await?;
-        if !peers {
-            crate::telemetry::metrics::store_commit(t0.elapsed());
-        }
-        let written = match write::parse(&rows) {
-            Ok(w) => w,
-            Err(e) if peers => return Err(e),
-            // Committed: the clicks stand; what the rows did not say is found
-            // in the table (queued events once their lease runs out).
-            Err(e) => {
-                tracing::error!(error = %e, "a committed click batch's rows did not read");
-                write::Written::unread()
-            }
-        };
-        prepared.fetch_or(bit, Ordering::Relaxed);
+        let written = Write::new(&interactions, &messages, &decisions, lease.as_ref())
+            .run(conn)
+            .await?;
 
         let mut notes = super::notify::Notes::new(instance);
         if written.due {
@@ -492,15 +439,10 @@ impl Inner {
                 },
             ));
         }
-        if peers {
-            let sql = match notes.statement()? {
-                Some(n) => format!("{n}; COMMIT"),
-                None => "COMMIT".to_string(),
-            };
-            let t0 = std::time::Instant::now();
-            simple(conn, &sql, 0).await?;
-            crate::telemetry::metrics::store_commit(t0.elapsed());
-        }
+        notes.send_on(conn).await?;
+        let t0 = std::time::Instant::now();
+        sqlx::Executor::execute(&mut *conn, "COMMIT").await?;
+        crate::telemetry::metrics::store_commit(t0.elapsed());
         if let Some(l) = &lease {
             let back = queued.push(hot, l.until);
             // Closed while the batch ran: the table's again, for anyone. The
@@ -517,22 +459,6 @@ impl Inner {
         }
         Ok(results)
     }
-}
-
-/// Runs `sql`, one or more statements in one message (a simple query), to
-/// its end, and returns the rows of its statement number `statement`.
-async fn simple(conn: &mut PgConnection, sql: &str, statement: usize) -> StoreResult<Vec<PgRow>> {
-    let mut rows = Vec::new();
-    let mut ended = 0;
-    let mut steps = sqlx::raw_sql(sql).fetch_many(&mut *conn);
-    while let Some(step) = steps.try_next().await? {
-        match step {
-            Either::Left(_) => ended += 1,
-            Either::Right(row) if ended == statement => rows.push(row),
-            Either::Right(_) => {}
-        }
-    }
-    Ok(rows)
 }
 
 /// One click in a transaction of its own, as before group commit: for a

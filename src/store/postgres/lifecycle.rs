@@ -8,7 +8,7 @@ use std::time::Instant;
 use sqlx::Row;
 
 use super::{PostgresStore, Tx, notify};
-use crate::lifecycle::pace;
+use crate::store::pace;
 use crate::store::{StoreError, StoreResult};
 
 /// Conversations one purge transaction deletes: its locks, its WAL and the

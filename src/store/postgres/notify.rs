@@ -33,7 +33,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
 use std::time::Duration;
 
-use sqlx::postgres::{PgConnectOptions, PgListener, PgPool, PgPoolOptions};
+use sqlx::postgres::{PgConnectOptions, PgConnection, PgListener, PgPool, PgPoolOptions};
 use sqlx::{Postgres, Row, Transaction};
 
 use super::{Visitors, inbox};
@@ -190,31 +190,21 @@ impl Notes {
     /// Queues the notifications in the transaction (sent on its commit),
     /// when another instance may hear them.
     pub async fn send(&self, tx: &mut Transaction<'_, Postgres>) -> StoreResult<()> {
+        self.send_on(&mut **tx).await
+    }
+
+    /// The same as [`Self::send`] on a connection with a transaction open
+    /// on it (the click batch's).
+    pub async fn send_on(&self, conn: &mut PgConnection) -> StoreResult<()> {
         if self.payloads.is_empty() || !self.instance.has_peers() {
             return Ok(());
         }
         sqlx::query("SELECT pg_notify($1, p) FROM unnest($2::text[]) AS p")
             .bind(CHANNEL)
             .bind(&self.payloads)
-            .execute(&mut **tx)
+            .execute(&mut *conn)
             .await?;
         Ok(())
-    }
-
-    /// The same as [`Self::send`] as a statement's text, for a caller that
-    /// sends it in one message with others (see [`super::literal`]): `None`
-    /// when there is nothing to send or nobody to hear it. The statement
-    /// answers with one row.
-    pub fn statement(&self) -> StoreResult<Option<String>> {
-        if self.payloads.is_empty() || !self.instance.has_peers() {
-            return Ok(None);
-        }
-        let mut channel = String::new();
-        super::literal::text(&mut channel, CHANNEL)?;
-        let payloads = super::literal::texts(self.payloads.iter().map(String::as_str))?;
-        Ok(Some(format!(
-            "SELECT count(pg_notify({channel}, p)) FROM unnest({payloads}) AS p"
-        )))
     }
 }
 

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use rusqlite::{Connection, OptionalExtension, params};
 
 use super::{SqliteStore, writer_cache};
-use crate::lifecycle::pace;
+use crate::store::pace;
 use crate::store::{PURGE_BATCH, StoreError, StoreResult};
 
 /// Page cache of each connection, in KiB (SQLite's default is 2,000): a

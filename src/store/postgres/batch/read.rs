@@ -1,12 +1,12 @@
 //! What a click batch reads under its locks, in one statement.
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use sqlx::Row;
-use sqlx::postgres::PgRow;
+use sqlx::postgres::{PgConnection, PgRow};
 
-use super::super::{CHATBOT_COLS, chatbot_row_at, inbox, literal, parse_message};
+use super::super::{CHATBOT_COLS, chatbot_row_at, inbox, parse_message};
 use crate::domain::inbox as domain;
 use crate::domain::model::{Chatbot, Message};
 use crate::store::StoreResult;
@@ -36,44 +36,44 @@ pub(super) type Locked = (
 /// (PostgreSQL rechecks a row it waited for). A row of the first branch is
 /// a message with its conversation; of the second, an interaction.
 ///
-/// Prepared on the batches' connection as `bh_click_read(ids text[])`, once
-/// (see [`prepare`]); [`execute`] is its use, sent with the `BEGIN` before
-/// it in one message.
-pub(super) fn prepare() -> String {
-    let typed = "NULL::text, NULL::text, NULL::text, NULL::text, NULL::text, NULL::text, NULL::text, \
-                 NULL::text, NULL::text, NULL::text, NULL::bigint, NULL::bigint, NULL::bigint, NULL::bigint";
-    let bot_cols: Vec<String> = CHATBOT_COLS.split(", ").map(|c| format!("b.{c}")).collect();
-    format!(
-        "PREPARE bh_click_read(text[]) AS
-         WITH m AS MATERIALIZED (
-           SELECT id, doc, created_at, conversation_id FROM messages WHERE id = ANY($1::text[]) AND deleted = 0
-           ORDER BY conversation_id, id FOR UPDATE),
-         v AS MATERIALIZED (
-           SELECT m.id, m.doc, m.created_at, v.id AS conv, v.created_at AS conv_at, v.taken_over_by, {bot}
-           FROM m JOIN conversations v ON v.id = m.conversation_id JOIN chatbots b ON b.id = v.chatbot_id
-           ORDER BY v.id, m.id FOR UPDATE OF v),
-         i AS MATERIALIZED (
-           SELECT {cols} FROM interactions WHERE message_id = ANY($1::text[]) AND (status = 'pending' OR is_ask = 1)
-           ORDER BY message_id, seq FOR UPDATE)
-         SELECT false, v.*, {typed} FROM v
-         UNION ALL
-         SELECT true, {nulls}, i.* FROM i",
-        cols = inbox::COLS,
-        bot = bot_cols.join(", "),
-        nulls = vec!["NULL"; 6 + bot_cols.len()].join(", "),
-    )
+/// The statement's text, made once; bound to the message ids as a
+/// `text[]` and prepared by the driver on the connection that runs it.
+fn sql() -> &'static str {
+    static SQL: OnceLock<String> = OnceLock::new();
+    SQL.get_or_init(|| {
+        let typed = "NULL::text, NULL::text, NULL::text, NULL::text, NULL::text, NULL::text, NULL::text, \
+                     NULL::text, NULL::text, NULL::text, NULL::bigint, NULL::bigint, NULL::bigint, NULL::bigint";
+        let bot_cols: Vec<String> = CHATBOT_COLS.split(", ").map(|c| format!("b.{c}")).collect();
+        format!(
+            "WITH m AS MATERIALIZED (
+               SELECT id, doc, created_at, conversation_id FROM messages WHERE id = ANY($1::text[]) AND deleted = 0
+               ORDER BY conversation_id, id FOR UPDATE),
+             v AS MATERIALIZED (
+               SELECT m.id, m.doc, m.created_at, v.id AS conv, v.created_at AS conv_at, v.taken_over_by, {bot}
+               FROM m JOIN conversations v ON v.id = m.conversation_id JOIN chatbots b ON b.id = v.chatbot_id
+               ORDER BY v.id, m.id FOR UPDATE OF v),
+             i AS MATERIALIZED (
+               SELECT {cols} FROM interactions WHERE message_id = ANY($1::text[]) AND (status = 'pending' OR is_ask = 1)
+               ORDER BY message_id, seq FOR UPDATE)
+             SELECT false, v.*, {typed} FROM v
+             UNION ALL
+             SELECT true, {nulls}, i.* FROM i",
+            cols = inbox::COLS,
+            bot = bot_cols.join(", "),
+            nulls = vec!["NULL"; 6 + bot_cols.len()].join(", "),
+        )
+    })
 }
 
-/// The read of the messages `ids`, as [`prepare`]d.
-pub(super) fn execute(ids: &[&str]) -> StoreResult<String> {
-    Ok(format!(
-        "EXECUTE bh_click_read({})",
-        literal::texts(ids.iter().copied())?
-    ))
+/// Reads and locks the messages `ids` (and all that goes with them) in the
+/// transaction open on `conn`.
+pub(super) async fn read(conn: &mut PgConnection, ids: &[&str]) -> StoreResult<Locked> {
+    let rows = sqlx::query(sql()).bind(ids).fetch_all(&mut *conn).await?;
+    parse(&rows)
 }
 
 /// What the read's rows say.
-pub(super) fn parse(rows: &[PgRow]) -> StoreResult<Locked> {
+fn parse(rows: &[PgRow]) -> StoreResult<Locked> {
     let bot_cols = CHATBOT_COLS.split(", ").count();
     let mut messages = HashMap::with_capacity(rows.len());
     let mut convs = HashMap::new();

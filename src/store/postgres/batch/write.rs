@@ -1,12 +1,13 @@
 //! A click batch's writes, in one statement.
 
 use std::collections::{HashMap, HashSet};
+use std::sync::OnceLock;
 
+use sqlx::postgres::{PgArguments, PgConnection, PgRow};
+use sqlx::{Postgres, Row};
+
+use super::super::message_json;
 use super::super::queued::Lease;
-use sqlx::Row;
-use sqlx::postgres::PgRow;
-
-use super::super::{literal, message_json};
 use super::Decision;
 use crate::domain::inbox as domain;
 use crate::domain::model::Message;
@@ -22,130 +23,156 @@ pub(super) struct Written {
     pub due: bool,
 }
 
-impl Written {
-    /// What a batch whose rows did not read must assume: every delivery
-    /// is the table's.
-    pub fn unread() -> Self {
-        Self {
-            seqs: Vec::new(),
-            queued: HashMap::new(),
-            due: true,
+/// The batch's writes in one statement, its values bound as arrays: the
+/// interactions it answered and the messages it changed (each once, as the
+/// batch left it), its events in click order (a conversation's first is
+/// its head when nothing of it is waiting, read after the locks; a head is
+/// leased as `lease` says), and its `message.updated` entries in click
+/// order.
+pub(super) struct Write<'a> {
+    shape: Shape,
+    i_ids: Vec<&'a str>,
+    statuses: Vec<&'a str>,
+    responses: Vec<Option<String>>,
+    updated: Vec<i64>,
+    at: Vec<Option<i64>>,
+    specs: Vec<String>,
+    m_ids: Vec<&'a str>,
+    docs: Vec<String>,
+    ids: Vec<&'a str>,
+    bots: Vec<&'a str>,
+    convs: Vec<&'a str>,
+    types: Vec<&'a str>,
+    payloads: Vec<&'a [u8]>,
+    created: Vec<i64>,
+    leases: Vec<i64>,
+    traces: Vec<Option<&'a str>>,
+    s_convs: Vec<&'a str>,
+    s_data: Vec<&'a str>,
+}
+
+impl<'a> Write<'a> {
+    pub fn new(
+        interactions: &'a HashMap<String, Vec<domain::Interaction>>,
+        messages: &'a HashMap<String, Message>,
+        decisions: &'a [Decision],
+        lease: Option<&Lease>,
+    ) -> Self {
+        let answered: HashSet<&str> = decisions
+            .iter()
+            .filter_map(|d| d.answered.as_ref().map(|a| a.interaction_id.as_str()))
+            .collect();
+        let (mut i_ids, mut statuses, mut responses, mut updated, mut at, mut specs) =
+            (vec![], vec![], vec![], vec![], vec![], vec![]);
+        for i in interactions.values().flatten() {
+            if answered.contains(i.id.as_str()) {
+                i_ids.push(i.id.as_str());
+                statuses.push(i.status.as_str());
+                responses.push(i.response.as_ref().map(|v| v.to_string()));
+                updated.push(i.updated_at);
+                at.push(i.answered_at);
+                specs.push(serde_json::to_string(&i.spec).unwrap_or_default());
+            }
         }
+        let changed: HashSet<&str> = decisions
+            .iter()
+            .filter(|d| d.changed.is_some())
+            .map(|d| d.message_id.as_str())
+            .collect();
+        let (mut m_ids, mut docs) = (Vec::new(), Vec::new());
+        for (id, m) in messages.iter() {
+            if changed.contains(id.as_str()) {
+                m_ids.push(id.as_str());
+                docs.push(message_json(m));
+            }
+        }
+        let n = decisions.len();
+        let mut w = Self {
+            shape: Shape {
+                answering: !i_ids.is_empty(),
+                changing: !m_ids.is_empty(),
+                streaming: false,
+            },
+            i_ids,
+            statuses,
+            responses,
+            updated,
+            at,
+            specs,
+            m_ids,
+            docs,
+            ids: Vec::with_capacity(n),
+            bots: Vec::with_capacity(n),
+            convs: Vec::with_capacity(n),
+            types: Vec::with_capacity(n),
+            payloads: Vec::with_capacity(n),
+            created: Vec::with_capacity(n),
+            leases: Vec::with_capacity(n),
+            traces: Vec::with_capacity(n),
+            s_convs: Vec::new(),
+            s_data: Vec::new(),
+        };
+        for d in decisions {
+            w.ids.push(d.event_id.as_str());
+            w.bots.push(d.bot.id.as_str());
+            w.leases.push(lease.map_or(0, |l| l.for_chatbot(&d.bot)));
+            w.convs.push(d.conversation_id.as_str());
+            w.types.push(d.event_type);
+            w.payloads.push(d.payload.as_slice());
+            w.created.push(d.created_at);
+            w.traces.push(d.trace.as_deref());
+            if let Some(j) = &d.changed {
+                w.s_convs.push(d.conversation_id.as_str());
+                w.s_data.push(j.as_str());
+            }
+        }
+        w.shape.streaming = !w.s_convs.is_empty();
+        w
+    }
+
+    /// Runs the statement in the transaction open on `conn`.
+    pub async fn run(&self, conn: &mut PgConnection) -> StoreResult<Written> {
+        let rows = self.query().fetch_all(&mut *conn).await?;
+        parse(&rows)
+    }
+
+    /// The statement of this write's shape, its arrays bound in the order
+    /// [`write_sql`] takes them.
+    fn query(&self) -> sqlx::query::Query<'_, Postgres, PgArguments> {
+        let mut q = sqlx::query(self.shape.sql());
+        if self.shape.answering {
+            q = q
+                .bind(&self.i_ids)
+                .bind(&self.statuses)
+                .bind(&self.responses)
+                .bind(&self.updated)
+                .bind(&self.at)
+                .bind(&self.specs);
+        }
+        if self.shape.changing {
+            q = q.bind(&self.m_ids).bind(&self.docs);
+        }
+        q = q
+            .bind(&self.ids)
+            .bind(&self.bots)
+            .bind(&self.convs)
+            .bind(&self.types)
+            .bind(&self.payloads)
+            .bind(&self.created)
+            .bind(&self.leases)
+            .bind(&self.traces);
+        if self.shape.streaming {
+            q = q.bind(&self.s_convs).bind(&self.s_data);
+        }
+        q
     }
 }
 
-/// The batch's writes in one statement, returned as the `EXECUTE` of its
-/// [`Shape`]'s statement with its values written into it (see
-/// [`literal`]), to be sent with the `COMMIT` after it in one message: the
-/// interactions it answered and
-/// the messages it changed (each once, as the batch left it), its events
-/// in click order (a conversation's first is its head when nothing of it
-/// is waiting, read after the locks; a head is leased as `lease` says),
-/// and its `message.updated` entries in click order.
-pub(super) fn write_statement(
-    interactions: &HashMap<String, Vec<domain::Interaction>>,
-    messages: &HashMap<String, Message>,
-    decisions: &[Decision],
-    lease: Option<&Lease>,
-) -> StoreResult<(Shape, String)> {
-    let answered: HashSet<&str> = decisions
-        .iter()
-        .filter_map(|d| d.answered.as_ref().map(|a| a.interaction_id.as_str()))
-        .collect();
-    let (mut i_ids, mut statuses, mut responses, mut updated, mut at, mut specs) =
-        (vec![], vec![], vec![], vec![], vec![], vec![]);
-    for i in interactions.values().flatten() {
-        if answered.contains(i.id.as_str()) {
-            i_ids.push(i.id.as_str());
-            statuses.push(i.status.as_str());
-            responses.push(i.response.as_ref().map(|v| v.to_string()));
-            updated.push(i.updated_at);
-            at.push(i.answered_at);
-            specs.push(serde_json::to_string(&i.spec).unwrap_or_default());
-        }
-    }
-    let changed: HashSet<&str> = decisions
-        .iter()
-        .filter(|d| d.changed.is_some())
-        .map(|d| d.message_id.as_str())
-        .collect();
-    let (mut m_ids, mut docs) = (Vec::new(), Vec::new());
-    for id in changed {
-        if let Some(m) = messages.get(id) {
-            m_ids.push(id);
-            docs.push(message_json(m));
-        }
-    }
-    let n = decisions.len();
-    let (mut ids, mut bots, mut convs, mut types, mut payloads, mut created) = (
-        Vec::with_capacity(n),
-        Vec::with_capacity(n),
-        Vec::with_capacity(n),
-        Vec::with_capacity(n),
-        Vec::with_capacity(n),
-        Vec::with_capacity(n),
-    );
-    let mut leases: Vec<i64> = Vec::with_capacity(n);
-    let mut traces: Vec<Option<&str>> = Vec::with_capacity(n);
-    let (mut s_convs, mut s_data) = (Vec::new(), Vec::new());
-    for d in decisions {
-        ids.push(d.event_id.as_str());
-        bots.push(d.bot.id.as_str());
-        leases.push(lease.map_or(0, |l| l.for_chatbot(&d.bot)));
-        convs.push(d.conversation_id.as_str());
-        types.push(d.event_type);
-        payloads.push(d.payload.as_slice());
-        created.push(d.created_at);
-        traces.push(d.trace.as_deref());
-        if let Some(j) = &d.changed {
-            s_convs.push(d.conversation_id.as_str());
-            s_data.push(j.as_str());
-        }
-    }
-    // Only the parts with rows to write: fewer parts, less to plan (each
-    // time) and run; a click that answers and changes nothing is one insert.
-    let answering = !i_ids.is_empty();
-    let changing = !m_ids.is_empty();
-    let streaming = !s_convs.is_empty();
-    let mut args = Vec::with_capacity(17);
-    if answering {
-        args.push(literal::texts(i_ids)?);
-        args.push(literal::texts(statuses)?);
-        args.push(literal::opt_texts(responses.iter().map(Option::as_deref))?);
-        args.push(literal::bigints(&updated)?);
-        args.push(literal::opt_bigints(&at)?);
-        args.push(literal::texts(specs.iter().map(String::as_str))?);
-    }
-    if changing {
-        args.push(literal::texts(m_ids)?);
-        args.push(literal::texts(docs.iter().map(String::as_str))?);
-    }
-    args.push(literal::texts(ids)?);
-    args.push(literal::texts(bots)?);
-    args.push(literal::texts(convs)?);
-    args.push(literal::texts(types)?);
-    args.push(literal::byteas(payloads)?);
-    args.push(literal::bigints(&created)?);
-    args.push(literal::bigints(&leases)?);
-    args.push(literal::opt_texts(traces)?);
-    if streaming {
-        args.push(literal::texts(s_convs)?);
-        args.push(literal::texts(s_data)?);
-    }
-    let shape = Shape {
-        answering,
-        changing,
-        streaming,
-    };
-    Ok((
-        shape,
-        format!("EXECUTE {}({})", shape.name(), args.join(", ")),
-    ))
-}
-
-/// Which parts a batch's write has: a statement prepared for each.
+/// Which parts a batch's write has: a statement for each (only the parts
+/// with rows to write: fewer parts, less to plan and run; a click that
+/// answers and changes nothing is one insert).
 #[derive(Clone, Copy)]
-pub(super) struct Shape {
+struct Shape {
     answering: bool,
     changing: bool,
     streaming: bool,
@@ -153,44 +180,23 @@ pub(super) struct Shape {
 
 impl Shape {
     /// Each shape's number, 0 to 7.
-    pub fn bit(self) -> u8 {
-        self.answering as u8 | (self.changing as u8) << 1 | (self.streaming as u8) << 2
+    fn bit(self) -> usize {
+        self.answering as usize | (self.changing as usize) << 1 | (self.streaming as usize) << 2
     }
 
-    fn name(self) -> String {
-        format!("bh_click_write_{}", self.bit())
-    }
-
-    /// The `PREPARE` of this shape's statement, whose [`write_statement`]
-    /// `EXECUTE`s it.
-    pub fn prepare(self) -> String {
-        let mut types = Vec::new();
-        if self.answering {
-            types.extend([
-                "text[]", "text[]", "text[]", "bigint[]", "bigint[]", "text[]",
-            ]);
-        }
-        if self.changing {
-            types.extend(["text[]", "text[]"]);
-        }
-        types.extend([
-            "text[]", "text[]", "text[]", "text[]", "bytea[]", "bigint[]", "bigint[]", "text[]",
-        ]);
-        if self.streaming {
-            types.extend(["text[]", "text[]"]);
-        }
-        let args = (1..=types.len()).map(|k| format!("${k}")).collect();
-        format!(
-            "PREPARE {}({}) AS {}",
-            self.name(),
-            types.join(", "),
+    /// This shape's statement, made once.
+    fn sql(self) -> &'static str {
+        static SQL: [OnceLock<String>; 8] = [const { OnceLock::new() }; 8];
+        SQL[self.bit()].get_or_init(|| {
+            let n = 6 * self.answering as usize + 2 * self.changing as usize + 8 + 2 * self.streaming as usize;
+            let args = (1..=n).map(|k| format!("${k}")).collect();
             write_sql(self.answering, self.changing, self.streaming, args)
-        )
+        })
     }
 }
 
 /// What the rows of [`write_sql`]'s statement say.
-pub(super) fn parse(rows: &[PgRow]) -> StoreResult<Written> {
+fn parse(rows: &[PgRow]) -> StoreResult<Written> {
     let mut out = Written {
         seqs: Vec::new(),
         queued: HashMap::new(),
