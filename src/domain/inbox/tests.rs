@@ -37,15 +37,19 @@ fn message(disable: bool) -> Message {
         author: Author::bot(),
         text: Some("Pick one".into()),
         blocks: vec![
-            block(json!({"type": "actions", "block_id": "b1", "disable_on_click": disable, "elements": [
-                {"type": "button", "action_id": "yes", "label": "Yes", "value": "y"},
-                {"type": "button", "action_id": "no", "label": "No", "value": "n"},
-                {"type": "button", "action_id": "docs", "label": "Docs", "url": "https://example.com"}
-            ]})),
-            block(json!({"type": "form", "block_id": "b2", "form_id": "f1", "disable_on_submit": disable, "fields": [
-                {"name": "email", "type": "email", "label": "Email", "required": true},
-                {"name": "n", "type": "number", "label": "N", "max": 10}
-            ]})),
+            block(
+                json!({"type": "actions", "block_id": "b1", "disable_on_click": disable, "elements": [
+                    {"type": "button", "action_id": "yes", "label": "Yes", "value": "y"},
+                    {"type": "button", "action_id": "no", "label": "No", "value": "n"},
+                    {"type": "button", "action_id": "docs", "label": "Docs", "url": "https://example.com"}
+                ]}),
+            ),
+            block(
+                json!({"type": "form", "block_id": "b2", "form_id": "f1", "disable_on_submit": disable, "fields": [
+                    {"name": "email", "type": "email", "label": "Email", "required": true},
+                    {"name": "n", "type": "number", "label": "N", "max": 10}
+                ]}),
+            ),
         ],
         attachments: vec![],
         metadata: json!({"order": 7}),
@@ -290,10 +294,7 @@ fn a_bad_submit_names_each_field_and_changes_nothing() {
     fields.sort_unstable();
     assert_eq!(fields, ["/values/email", "/values/extra", "/values/n"]);
     assert_eq!(msg, before);
-    assert!(
-        list.iter()
-            .all(|i| i.status == InteractionStatus::Pending)
-    );
+    assert!(list.iter().all(|i| i.status == InteractionStatus::Pending));
 }
 
 #[test]

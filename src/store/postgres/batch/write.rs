@@ -188,7 +188,10 @@ impl Shape {
     fn sql(self) -> &'static str {
         static SQL: [OnceLock<String>; 8] = [const { OnceLock::new() }; 8];
         SQL[self.bit()].get_or_init(|| {
-            let n = 6 * self.answering as usize + 2 * self.changing as usize + 8 + 2 * self.streaming as usize;
+            let n = 6 * self.answering as usize
+                + 2 * self.changing as usize
+                + 8
+                + 2 * self.streaming as usize;
             let args = (1..=n).map(|k| format!("${k}")).collect();
             write_sql(self.answering, self.changing, self.streaming, args)
         })
