@@ -190,7 +190,7 @@ impl Notes {
     /// Queues the notifications in the transaction (sent on its commit),
     /// when another instance may hear them.
     pub async fn send(&self, tx: &mut Transaction<'_, Postgres>) -> StoreResult<()> {
-        self.send_on(&mut **tx).await
+        self.send_on(tx).await
     }
 
     /// The same as [`Self::send`] on a connection with a transaction open
