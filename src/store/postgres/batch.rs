@@ -5,10 +5,10 @@
 //! when it has committed. Each transaction is one statement per step
 //! whatever the number of clicks, and one commit (`synchronous_commit` as
 //! the server has it: a click is answered only once its commit is durable),
-//! on a connection of the batches' own: four round trips (`BEGIN`, the
-//! read, the write, `COMMIT`), every value a bound parameter (arrays for
-//! the write's rows).
-
+//! on a connection of the batches' own: `BEGIN`, the read, the write and
+//! `COMMIT`, every value a bound parameter (arrays for the write's rows).
+//! Under load, three round trips: a batch with clicks waiting behind it
+//! sends the next one's `BEGIN` with its `COMMIT`.
 //!
 //! A batch runs on a task of the runtime of the click that started it (an
 //! HTTP worker's), not beside the delivery tasks; one at a time.
@@ -28,6 +28,7 @@
 //! with `Retry-After`) at once; when one of the clicks run on their own
 //! finds it out of reach, the rest are answered so without waiting again.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use sqlx::postgres::{PgConnection, PgPool};
@@ -102,6 +103,10 @@ struct Inner {
     instance: Instance,
     single: Single,
     queued: Arc<Queued>,
+    /// Whether the batches' connection has a transaction open, begun with
+    /// the last batch's `COMMIT` for the clicks that waited behind it.
+    /// Read and set only while the connection is held.
+    open: AtomicBool,
 }
 
 impl Batcher {
@@ -122,6 +127,7 @@ impl Batcher {
                 instance,
                 single,
                 queued,
+                open: AtomicBool::new(false),
             }),
         }
     }
@@ -253,8 +259,9 @@ impl Inner {
     /// Applies the clicks in one transaction. Per click: `Some(result)`, or
     /// `None` for one to run on its own afterwards.
     ///
-    /// `BEGIN`, the read, the write, and `COMMIT`, each a round trip; the
-    /// notifications a fifth, only where another instance may hear them
+    /// `BEGIN`, the read, the write, and `COMMIT`, each a round trip (the
+    /// `BEGIN` none when the last batch's `COMMIT` brought it); the
+    /// notifications one more, only where another instance may hear them
     /// (they name the write's stream entries). The read and the write are
     /// statements of fixed text (one per shape of the write), prepared by
     /// the driver once per connection, every value bound. A failure closes
@@ -263,17 +270,24 @@ impl Inner {
     /// send committed clicks round again).
     async fn apply_set(&self, reqs: &[&InteractRequest]) -> Result<Results, Failed> {
         let mut held = self.conn.get().await.map_err(Failed::Reach)?;
+        if held.fresh() {
+            self.open.store(false, Ordering::Relaxed);
+        }
+        // Only a connection kept between batches may leave one open.
+        let chain = held.keeps();
         let r = match held.conn() {
-            Ok(conn) => match tokio::time::timeout(BATCH_BOUND, self.apply_on(conn, reqs)).await {
-                Ok(r) => r,
-                Err(_) => {
-                    let e = StoreError::Unavailable(format!(
-                        "a click batch had no answer within {} ms",
-                        BATCH_BOUND.as_millis()
-                    ));
-                    return held.check_closing(Err(e)).map_err(Failed::Reach);
+            Ok(conn) => {
+                match tokio::time::timeout(BATCH_BOUND, self.apply_on(conn, reqs, chain)).await {
+                    Ok(r) => r,
+                    Err(_) => {
+                        let e = StoreError::Unavailable(format!(
+                            "a click batch had no answer within {} ms",
+                            BATCH_BOUND.as_millis()
+                        ));
+                        return held.check_closing(Err(e)).map_err(Failed::Reach);
+                    }
                 }
-            },
+            }
             Err(e) => Err(e),
         };
         held.check_closing(r).map_err(Failed::Run)
@@ -295,6 +309,7 @@ impl Inner {
         &self,
         conn: &mut PgConnection,
         reqs: &[&InteractRequest],
+        chain: bool,
     ) -> StoreResult<Results> {
         let (pool, instance, queued) = (&self.pool, &self.instance, &*self.queued);
         // A message id with a NUL names no message (text cannot hold one).
@@ -305,7 +320,11 @@ impl Inner {
             .collect();
         ids.sort_unstable();
         ids.dedup();
-        sqlx::Executor::execute(&mut *conn, "BEGIN").await?;
+        // A failure from here on closes the connection: `open` is then
+        // reset by the next batch's fresh one.
+        if !self.open.swap(false, Ordering::Relaxed) {
+            sqlx::Executor::execute(&mut *conn, "BEGIN").await?;
+        }
         let (mut messages, ctx, mut interactions) = read::read(conn, &ids).await?;
 
         let mut results: Results = (0..reqs.len()).map(|_| None).collect();
@@ -440,8 +459,14 @@ impl Inner {
             ));
         }
         notes.send_on(conn).await?;
+        // Clicks waiting already: the next batch's `BEGIN` rides with this
+        // `COMMIT` (one simple query of fixed text; a failed `COMMIT` stops
+        // it before the `BEGIN`). An open transaction that has run nothing
+        // holds no snapshot and no lock.
+        let next = chain && self.queue.lock().is_ok_and(|q| !q.waiting.is_empty());
         let t0 = std::time::Instant::now();
-        sqlx::Executor::execute(&mut *conn, "COMMIT").await?;
+        sqlx::Executor::execute(&mut *conn, if next { "COMMIT; BEGIN" } else { "COMMIT" }).await?;
+        self.open.store(next, Ordering::Relaxed);
         crate::telemetry::metrics::store_commit(t0.elapsed());
         if let Some(l) = &lease {
             let back = queued.push(hot, l.until);

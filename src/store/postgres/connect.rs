@@ -256,6 +256,12 @@ impl HeldConn<'_> {
         self.fresh
     }
 
+    /// Whether the connection stays held after this use (not given back
+    /// to the pool).
+    pub fn keeps(&self) -> bool {
+        self.keep
+    }
+
     pub fn conn(&mut self) -> StoreResult<&mut PgConnection> {
         self.conn
             .as_deref_mut()
