@@ -6,6 +6,8 @@ pub mod circuit;
 mod claimed;
 pub mod endpoints;
 mod event_detail;
+mod reply;
+mod review;
 pub mod fanout;
 pub mod guarded;
 pub mod pace;
@@ -15,6 +17,8 @@ pub mod sqlite;
 
 pub use claimed::*;
 pub use event_detail::*;
+pub use reply::*;
+pub use review::*;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -189,71 +193,6 @@ pub struct Interacted {
 pub struct QueueStats {
     pub pending: i64,
     pub oldest_pending_created_at: Option<i64>,
-}
-
-/// One use of a `response_url`, applied atomically with its use count.
-#[derive(Debug, Clone)]
-pub struct ReplyRequest {
-    pub event_id: String,
-    pub message_id: String,
-    pub conversation_id: String,
-    pub idempotency_key: Option<String>,
-    /// A hash of the request body, kept with the key: the same key with
-    /// another body is a conflict (§5).
-    pub body_hash: String,
-    pub max_uses: u32,
-    pub now_ms: i64,
-    /// For the interactions of blocks a reply adds.
-    pub interactive_window_ms: i64,
-    pub reply: Reply,
-}
-
-// One reply per response_url use, moved once: the size of `Post` costs nothing.
-#[allow(clippy::large_enum_variant)]
-#[derive(Debug, Clone)]
-pub enum Reply {
-    /// Replace the original in place; `None` keeps what it had.
-    Replace {
-        text: Option<String>,
-        blocks: Vec<crate::domain::blocks::Block>,
-        metadata: Option<Value>,
-        typing_on_interaction: Option<bool>,
-    },
-    Post(Message),
-    Delete,
-}
-
-pub enum ReplyOutcome {
-    Applied(Value),
-    /// The idempotency key was used before: the first result.
-    Repeated(Value),
-    UsedUp,
-}
-
-/// The key under which a response_url's first result keeps the hash of its
-/// request body (in the same stored text, so no column is needed).
-const REQUEST_HASH: &str = "request_hash";
-
-/// The text stored for a response_url's `Idempotency-Key`: the first result
-/// and the hash of the body that got it.
-pub fn reply_record(result: &Value, body_hash: &str) -> String {
-    let mut v = result.clone();
-    if let Value::Object(m) = &mut v {
-        m.insert(REQUEST_HASH.into(), Value::String(body_hash.into()));
-    }
-    v.to_string()
-}
-
-/// A retried response_url POST with a key seen before: the first result
-/// for the same body, 409 `idempotency_key_conflict` for another.
-pub fn repeated_reply(stored: &str, body_hash: &str) -> StoreResult<ReplyOutcome> {
-    let mut v: Value =
-        serde_json::from_str(stored).map_err(|e| StoreError::Backend(e.to_string()))?;
-    let hash = v.as_object_mut().and_then(|m| m.remove(REQUEST_HASH));
-    if hash.is_some_and(|h| h != body_hash) {
-        return Err(StoreError::Rejected(Rejection::IdempotencyConflict));
-    }
-    Ok(ReplyOutcome::Repeated(v))
 }
 
 /// Everything the service asks of its storage: one role trait per part of
@@ -494,48 +433,6 @@ pub trait Deliveries: Send + Sync {
     fn enqueue_event_to(&self, event: NewEvent, endpoint_id: &str) -> BoxFut<'_, StoreResult<()>>;
 }
 
-/// What a reviewer does from the dashboard: search conversations, and
-/// take one delivery out of the queue to send it now.
-pub trait Review: Send + Sync {
-    /// A chatbot's conversations matching `query` (a conversation or
-    /// visitor id, exactly; a part of the visitor's name or of a message's
-    /// text, any case), newest first; the cursor is the last id of a page.
-    fn search_conversations(
-        &self,
-        chatbot_id: &str,
-        query: String,
-        limit: usize,
-        cursor: Option<String>,
-        now_ms: i64,
-    ) -> BoxFut<'_, StoreResult<Page<ConversationSummary>>>;
-    /// Leases event `event_id` of `chatbot_id` until `lease_until` when it
-    /// is queued (`pending` or `failed`), heads its conversation, its
-    /// endpoint is not disabled and no one holds it; `None` otherwise. Its
-    /// attempt is then recorded with [`Queue::record_attempts`].
-    fn claim_event(
-        &self,
-        chatbot_id: &str,
-        event_id: &str,
-        now_ms: i64,
-        lease_until: i64,
-    ) -> BoxFut<'_, StoreResult<Option<Claimed>>>;
-}
-
-/// `query` as a `LIKE` pattern matching it anywhere, its wildcards
-/// escaped (with `ESCAPE '\'`).
-pub fn like_pattern(query: &str) -> String {
-    let mut out = String::with_capacity(query.len() + 2);
-    out.push('%');
-    for ch in query.chars() {
-        if matches!(ch, '%' | '_' | '\\') {
-            out.push('\\');
-        }
-        out.push(ch);
-    }
-    out.push('%');
-    out
-}
-
 /// Erasure and the retention purge.
 pub trait Lifecycle: Send + Sync {
     /// Erases conversation `conversation_id` of `chatbot_id` now, with
@@ -559,12 +456,6 @@ pub const PURGE_BATCH: usize = 500;
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_search_pattern_escapes_the_wildcards() {
-        assert_eq!(like_pattern("50%_off\\"), "%50\\%\\_off\\\\%");
-        assert_eq!(like_pattern("Ada"), "%Ada%");
-    }
 
     #[test]
     fn an_attempt_leaves_its_event_in_the_status_stored_today() {
