@@ -68,6 +68,23 @@ impl std::fmt::Display for StartError {
 
 impl std::error::Error for StartError {}
 
+/// What of the configuration the running service reads.
+fn settings(config: &Config) -> crate::usecase::Settings {
+    crate::usecase::Settings {
+        interactive_window: config.interactive_window,
+        response_url_ttl: config.response_url_ttl,
+        delivery_timeout: config.delivery_timeout,
+        retry_min_delay: config.retry_min_delay,
+        retry_max_delay: config.retry_max_delay,
+        retry_max_attempts: config.retry_max_attempts,
+        allow_private_webhooks: config.allow_private_webhooks,
+        max_hold: config.max_hold,
+        endpoint_concurrency: config.endpoint_concurrency,
+        body_timeout: config.body_timeout,
+        trusted_proxy: config.trusted_proxy.clone(),
+    }
+}
+
 /// Opens the store named by the configuration. A SQLite file's folder must
 /// exist: it is not created (a typo in a path would otherwise start an
 /// empty store somewhere unexpected).
@@ -186,19 +203,18 @@ impl Application {
                 config.max_streams_per_visitor,
             ),
             stopping: tokio_util::sync::CancellationToken::new(),
-            config,
+            settings: settings(&config),
         });
         let conns = http::conns::Conns::new(
-            state
-                .config
+            config
                 .max_connections
-                .unwrap_or_else(|| http::conns::default_cap(nofile, state.config.database_pool)),
+                .unwrap_or_else(|| http::conns::default_cap(nofile, config.database_pool)),
         );
         let dispatcher =
             delivery::spawn(state.clone().into_inner()).map_err(StartError::Unavailable)?;
         let fanout =
             delivery::fanout::spawn(state.clone().into_inner()).map_err(StartError::Unavailable)?;
-        let purge = crate::lifecycle::spawn_purge(state.store.clone(), state.config.purge_interval);
+        let purge = crate::lifecycle::spawn_purge(state.store.clone(), config.purge_interval);
         tracing::info!(
             open_file_limit = nofile,
             max_connections = conns.cap(),
@@ -207,8 +223,8 @@ impl Application {
         let st = state.clone();
         let on_connect = conns.clone();
         // Small writes (stream events, short answers) go out at once.
-        let workers = state.config.http_workers;
-        let grace = state.config.shutdown_timeout;
+        let workers = config.http_workers;
+        let grace = config.shutdown_timeout;
         let server = HttpServer::new(move || http::app(st.clone()))
             .workers(workers)
             .tcp_nodelay(true)

@@ -132,7 +132,7 @@ pub async fn run_to(
                         retry::retry_after(
                             &v,
                             std::time::SystemTime::now(),
-                            st.config.retry_max_delay,
+                            st.settings.retry_max_delay,
                         )
                     });
                 rec.next = failure_next(st, number - c.attempt_base, honoured);
@@ -182,7 +182,7 @@ pub async fn run_to(
 /// A failed attempt's next step: a retry at a time, or `dead` after the last.
 /// `number` counts the attempts since the event was (re)queued.
 pub fn failure_next(st: &Services, number: u32, retry_after: Option<Duration>) -> AttemptNext {
-    let cfg = &st.config;
+    let cfg = &st.settings;
     if number >= cfg.retry_max_attempts {
         return AttemptNext::Dead;
     }
@@ -222,7 +222,7 @@ async fn send(
     sent_headers: &mut Option<String>,
 ) -> Result<reqwest::Response, String> {
     // Parsed once: the checked URL is the one sent to.
-    let url = ssrf::check_literal(to.url, st.config.allow_private_webhooks)
+    let url = ssrf::check_literal(to.url, st.settings.allow_private_webhooks)
         .map_err(|r| refusal_error(&r))?;
     let ts = now_ms() / 1000;
     let sig = signing::header(&to.secrets, &c.event_id, ts, &c.payload);
@@ -247,7 +247,7 @@ async fn send(
         } else if e.is_timeout() {
             format!(
                 "E_TIMEOUT: no answer within {:?}",
-                st.config.delivery_timeout
+                st.settings.delivery_timeout
             )
         } else if e.is_connect() {
             format!("E_CONNECTION: {}", causes(&e))

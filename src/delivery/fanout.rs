@@ -66,8 +66,8 @@ pub struct Fanout {
 /// Starts the fan-out claim loop, its recorder and the router.
 pub fn spawn(state: Arc<Services>) -> Result<Arc<Fanout>, String> {
     let client = super::client::build(
-        state.config.delivery_timeout,
-        state.config.allow_private_webhooks,
+        state.settings.delivery_timeout,
+        state.settings.allow_private_webhooks,
     )?;
     let (tx, rx) = mpsc::unbounded_channel();
     let f = Arc::new(Fanout {
@@ -112,7 +112,7 @@ impl Fanout {
     /// limit while some are in flight, none while its circuit is open), and
     /// when the earliest open circuit lets a probe through.
     fn held_back(&self, now: Instant) -> (Rooms, Option<Instant>) {
-        let limit = self.state.config.endpoint_concurrency;
+        let limit = self.state.settings.endpoint_concurrency;
         let ms = now_ms();
         let mut eps = self.endpoints.lock();
         eps.retain(|_, e| !e.breaker.is_idle() || !e.window.is_idle(ms, 3_600_000));
@@ -174,7 +174,7 @@ impl Fanout {
     /// Starts what may go now; gives back what has no room or is over its
     /// endpoint's rate limit (no attempt counted).
     async fn dispatch(self: &Arc<Self>, batch: Vec<ClaimedDelivery>) {
-        let limit = self.state.config.endpoint_concurrency;
+        let limit = self.state.settings.endpoint_concurrency;
         let mut back = Vec::new();
         for d in batch {
             if self.stop_claiming.is_cancelled() {

@@ -33,8 +33,8 @@ pub async fn send_now(st: &Services, bot: &Chatbot, event_id: &str) -> StoreResu
     let store = &st.store;
     let tried = default_attempts(store.get_event(&bot.id, event_id).await?).len();
     let deadline =
-        tokio::time::Instant::now() + st.config.delivery_timeout + Duration::from_secs(1);
-    let lease = (st.config.delivery_timeout * 3).max(Duration::from_secs(30));
+        tokio::time::Instant::now() + st.settings.delivery_timeout + Duration::from_secs(1);
+    let lease = (st.settings.delivery_timeout * 3).max(Duration::from_secs(30));
     loop {
         let now = st.now_ms();
         let claimed = store
@@ -42,7 +42,7 @@ pub async fn send_now(st: &Services, bot: &Chatbot, event_id: &str) -> StoreResu
             .await?;
         if let Some(c) = claimed {
             let http =
-                match client::build(st.config.delivery_timeout, st.config.allow_private_webhooks) {
+                match client::build(st.settings.delivery_timeout, st.settings.allow_private_webhooks) {
                     Ok(http) => http,
                     Err(e) => {
                         store.release_leases(Some(vec![c.event_id])).await?;

@@ -44,10 +44,10 @@ async fn run(state: Arc<Services>, stop: CancellationToken) {
             Ok(_) => {}
             Err(e) => tracing::warn!(error = %e, "routing events failed; retrying"),
         }
-        let every = HOLD_CHECK.min(state.config.max_hold / 2);
+        let every = HOLD_CHECK.min(state.settings.max_hold / 2);
         if held_checked.is_none_or(|t| t.elapsed() >= every) {
             held_checked = Some(Instant::now());
-            let cutoff = now_ms() - state.config.max_hold.as_millis() as i64;
+            let cutoff = now_ms() - state.settings.max_hold.as_millis() as i64;
             match state.store.expire_held(cutoff).await {
                 Ok(0) => {}
                 Ok(n) => tracing::info!(deliveries = n, "held deliveries ended as dead"),

@@ -86,8 +86,8 @@ pub struct Dispatcher {
 /// SIGINT stops claiming at once; [`Dispatcher::stop`] finishes the rest.
 pub fn spawn(state: Arc<Services>) -> Result<Arc<Dispatcher>, String> {
     let client = super::client::build(
-        state.config.delivery_timeout,
-        state.config.allow_private_webhooks,
+        state.settings.delivery_timeout,
+        state.settings.allow_private_webhooks,
     )?;
     let (tx, rx) = mpsc::unbounded_channel();
     let d = Arc::new(Dispatcher {
@@ -176,7 +176,7 @@ impl Dispatcher {
     /// rate limit reached), and when the earliest open circuit lets a probe
     /// through or rate limit has room again.
     fn held_back(&self, now: Instant) -> (Vec<String>, Option<Instant>) {
-        let limit = self.state.config.endpoint_concurrency;
+        let limit = self.state.settings.endpoint_concurrency;
         let ms = now_ms();
         let mut eps = self.endpoints.lock();
         eps.retain(|_, e| {
@@ -230,7 +230,7 @@ impl Dispatcher {
 
     async fn claim_loop(self: Arc<Self>) {
         let store = self.state.store.clone();
-        let lease = (self.state.config.delivery_timeout * 3).max(Duration::from_secs(30));
+        let lease = (self.state.settings.delivery_timeout * 3).max(Duration::from_secs(30));
         // Whether this claim reads the table, or only takes what the store
         // queued as it committed (woken by that alone).
         let mut scan = true;
@@ -303,7 +303,7 @@ impl Dispatcher {
     /// loop claims again at once when a claim found work).
     fn claim_size(&self, free: usize) -> usize {
         free.min(CLAIM_BATCH)
-            .min(self.state.config.endpoint_concurrency.max(1))
+            .min(self.state.settings.endpoint_concurrency.max(1))
     }
 
     /// How long to sleep when nothing could be claimed: until the next
@@ -336,7 +336,7 @@ impl Dispatcher {
         }
         let bots = self.load_bots(&batch).await;
         let settings = self.defaults.of(&self.state.store, &batch).await;
-        let limit = self.state.config.endpoint_concurrency;
+        let limit = self.state.settings.endpoint_concurrency;
         let mut release = Vec::new();
         let mut back = Vec::new();
         for c in batch {

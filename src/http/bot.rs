@@ -40,7 +40,7 @@ async fn post_message(
     let conv = conversation(&st, &bot, &cid).await?;
     let (content, _) = parse_content(&body.0, &Schemas::get().message)?;
     let msg = new_message(&conv.id, Author::bot(), content, st.now_ms());
-    let expires = msg.created_ms + st.config.interactive_window.as_millis() as i64;
+    let expires = msg.created_ms + st.settings.interactive_window.as_millis() as i64;
     let interactions = crate::domain::inbox::from_message(&msg, &bot.0.id, Some(expires));
     st.store
         .insert_message(msg.clone(), None, interactions)

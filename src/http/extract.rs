@@ -82,7 +82,7 @@ impl FromRequest for JsonBody {
         let mut payload = payload.take();
         let body_timeout = req
             .app_data::<web::Data<AppState>>()
-            .map_or(DEFAULT_BODY_TIMEOUT, |st| st.config.body_timeout);
+            .map_or(DEFAULT_BODY_TIMEOUT, |st| st.settings.body_timeout);
         let req = req.clone();
         Box::pin(async move {
             if declared.is_some_and(|n| n > limit) {

@@ -72,7 +72,7 @@ fn refused(what: &str, wait: std::time::Duration) -> ApiError {
 
 /// A new conversation from this request's client (`--limit-conversations`).
 pub fn conversation(st: &AppState, req: &HttpRequest) -> Result<(), ApiError> {
-    let Some(ip) = client_ip(req, &st.config.trusted_proxy) else {
+    let Some(ip) = client_ip(req, &st.settings.trusted_proxy) else {
         return Ok(());
     };
     st.limits

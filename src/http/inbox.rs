@@ -221,7 +221,7 @@ async fn respond(
             event_id,
             response_url,
             now_ms: now,
-            interactive_window_ms: st.config.interactive_window.as_millis() as i64,
+            interactive_window_ms: st.settings.interactive_window.as_millis() as i64,
             trace: trace.0,
         })
         .await?;

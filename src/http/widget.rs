@@ -31,7 +31,7 @@ pub fn view(st: &AppState, conv: &Conversation, retention_ms: i64, mut msg: Mess
     let user = &conv.visitor;
     let ctx = Context {
         now_ms: st.now_ms(),
-        interactive_window_ms: st.config.interactive_window.as_millis() as i64,
+        interactive_window_ms: st.settings.interactive_window.as_millis() as i64,
         retention_ms,
         conversation_created_ms: conv.created_at,
         taken_over: conv.taken_over_by.is_some(),
@@ -183,7 +183,7 @@ async fn interact(
             event_id,
             response_url,
             now_ms: now,
-            interactive_window_ms: st.config.interactive_window.as_millis() as i64,
+            interactive_window_ms: st.settings.interactive_window.as_millis() as i64,
             trace,
         })
         .await?;

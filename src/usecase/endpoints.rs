@@ -31,7 +31,7 @@ pub fn new_signing_secret() -> String {
 /// that does not resolve now may resolve later: it is checked again at
 /// every send, so only invalid and private URLs are refused here.
 pub async fn url_refusal(st: &Services, url: &str, pointer: &str) -> Option<FieldError> {
-    let (code, message) = match ssrf::check(url, st.config.allow_private_webhooks).await {
+    let (code, message) = match ssrf::check(url, st.settings.allow_private_webhooks).await {
         Ok(_) | Err(ssrf::Refusal::Unresolvable(_)) => return None,
         Err(ssrf::Refusal::Private(ip)) => (
             "private_address",

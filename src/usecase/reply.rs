@@ -23,7 +23,7 @@ pub fn response_url(
     new_message_only: bool,
     now_ms: i64,
 ) -> String {
-    let expires_at = now_ms.saturating_add(st.config.response_url_ttl.as_millis() as i64);
+    let expires_at = now_ms.saturating_add(st.settings.response_url_ttl.as_millis() as i64);
     const PATH: &str = "/api/v1/responses/";
     let mut url = String::with_capacity(st.public_url.len() + PATH.len() + 160);
     url.push_str(&st.public_url);
@@ -143,7 +143,7 @@ pub async fn apply_reply(
             idempotency_key,
             max_uses: MAX_USES,
             now_ms: now,
-            interactive_window_ms: st.config.interactive_window.as_millis() as i64,
+            interactive_window_ms: st.settings.interactive_window.as_millis() as i64,
             reply,
         })
         .await;
