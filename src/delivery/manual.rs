@@ -41,14 +41,16 @@ pub async fn send_now(st: &Services, bot: &Chatbot, event_id: &str) -> StoreResu
             .claim_event(&bot.id, event_id, now, now + lease.as_millis() as i64)
             .await?;
         if let Some(c) = claimed {
-            let http =
-                match client::build(st.settings.delivery_timeout, st.settings.allow_private_webhooks) {
-                    Ok(http) => http,
-                    Err(e) => {
-                        store.release_leases(Some(vec![c.event_id])).await?;
-                        return Err(StoreError::Backend(format!("outbound client: {e}")));
-                    }
-                };
+            let http = match client::build(
+                st.settings.delivery_timeout,
+                st.settings.allow_private_webhooks,
+            ) {
+                Ok(http) => http,
+                Err(e) => {
+                    store.release_leases(Some(vec![c.event_id])).await?;
+                    return Err(StoreError::Backend(format!("outbound client: {e}")));
+                }
+            };
             // The default endpoint's own headers and `replies` apply; a
             // manual send is not held by its rate limit.
             let own = store.default_settings(&bot.id).await.ok().flatten();

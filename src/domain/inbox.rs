@@ -498,4 +498,4 @@ pub fn after_replace(
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

@@ -6,12 +6,12 @@ pub mod circuit;
 mod claimed;
 pub mod endpoints;
 mod event_detail;
-mod reply;
-mod review;
 pub mod fanout;
 pub mod guarded;
 pub mod pace;
 pub mod postgres;
+mod reply;
+mod review;
 pub mod script;
 pub mod sqlite;
 

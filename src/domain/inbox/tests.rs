@@ -13,10 +13,10 @@ use crate::domain::model::{Author, Message, Person};
 use crate::domain::status::InteractionStatus;
 use crate::domain::time::rfc3339;
 
-const T0: i64 = 1_764_800_000_000;
-const HOUR: i64 = 3_600_000;
+pub(crate) const T0: i64 = 1_764_800_000_000;
+pub(crate) const HOUR: i64 = 3_600_000;
 
-fn visitor() -> Person {
+pub(crate) fn visitor() -> Person {
     Person {
         kind: "visitor".into(),
         id: "v_1".into(),
@@ -30,7 +30,7 @@ fn block(v: Value) -> Block {
 
 /// A message with a group of buttons (`b1`: `yes`, `no`, a link) and a form
 /// (`f1`: a required email and an optional number of at most 10).
-fn message(disable: bool) -> Message {
+pub(crate) fn message(disable: bool) -> Message {
     Message {
         id: "msg_1".into(),
         conversation_id: "conv_1".into(),
@@ -60,7 +60,7 @@ fn message(disable: bool) -> Message {
     }
 }
 
-fn interactions(msg: &Message) -> Vec<Interaction> {
+pub(crate) fn interactions(msg: &Message) -> Vec<Interaction> {
     from_message(msg, "bot_1", None)
         .into_iter()
         .map(|n| Interaction {
@@ -121,7 +121,7 @@ impl Env {
     }
 }
 
-fn click(action: &str) -> Action {
+pub(crate) fn click(action: &str) -> Action {
     Action::Click {
         block_id: "b1".into(),
         action_id: action.into(),

@@ -13,8 +13,8 @@
 //! A batch runs on a task of the runtime of the click that started it (an
 //! HTTP worker's), not beside the delivery tasks; one at a time.
 //!
-//! The decisions are the same as a lone click's
-//! ([`crate::domain::inbox::decide`]), made one after another in arrival
+//! Each click is decided by the same function as a lone click
+//! ([`script::inbox::plan`]), one after another in arrival
 //! order on the rows as locked, so first-click-wins and the order of a
 //! conversation's events hold within a batch, across batches and across
 //! instances. Lock order, as everywhere: the batch's messages (by
@@ -39,12 +39,12 @@ use super::message_json;
 use super::notify::Instance;
 use super::queued::Queued;
 use crate::domain::inbox as domain;
-use crate::domain::interact::Context;
 use crate::domain::model::Chatbot;
 use crate::hub::ApiEvent;
 use crate::store::script;
+use crate::store::script::inbox::Act;
 use crate::store::{
-    BoxFut, Claimed, InteractRequest, Interacted, StoreError, StoreResult, StreamEvent,
+    BoxFut, Claimed, InteractRequest, Interacted, NewEvent, StoreError, StoreResult, StreamEvent,
 };
 
 mod read;
@@ -239,13 +239,9 @@ impl Inner {
 pub(super) struct Decision {
     job: usize,
     message_id: String,
-    conversation_id: String,
+    /// Its chatbot as the batch read it.
     bot: Arc<Chatbot>,
-    event_id: String,
-    event_type: &'static str,
-    payload: Vec<u8>,
-    created_at: i64,
-    trace: Option<String>,
+    event: NewEvent,
     /// The message after this click, when the click changed it.
     changed: Option<String>,
     answered: Option<ApiEvent>,
@@ -345,36 +341,34 @@ impl Inner {
                 results[k] = Some(Err(StoreError::NotFound));
                 continue;
             };
+            let Some(bot) = c.bot.clone() else {
+                results[k] = Some(Err(StoreError::NotFound));
+                continue;
+            };
             let list = interactions.entry(msg.id.clone()).or_default();
-            let context = Context {
-                now_ms: req.now_ms,
-                interactive_window_ms: req.interactive_window_ms,
-                retention_ms: c.bot.retention_ms,
-                conversation_created_ms: c.created_at,
-                taken_over: c.taken_over,
-                chatbot_id: &c.bot.id,
+            let act = Act {
+                action: &req.action,
                 user: &req.user,
                 event_id: &req.event_id,
                 response_url: &req.response_url,
-                allow_comment: false,
-                require_one_checked: false,
+                now_ms: req.now_ms,
+                interactive_window_ms: req.interactive_window_ms,
                 answer: None,
+                trace: req.trace.as_deref(),
             };
             // Decided on copies: a refused click leaves the message and its
-            // interactions as they were.
-            let mut after = msg.clone();
-            let mut list_after = list.clone();
-            let d = match domain::decide(&mut list_after, &mut after, &req.action, context) {
-                Ok(d) => d,
+            // interactions as they were for the clicks after it.
+            let p = match script::inbox::plan(msg.clone(), list.clone(), c, &act) {
+                Ok(p) => p,
                 Err(e) => {
-                    results[k] = Some(Err(StoreError::from(e)));
+                    results[k] = Some(Err(e));
                     continue;
                 }
             };
-            *msg = after;
-            *list = list_after;
-            let answered = d.answered.as_ref().map(|i| ApiEvent {
-                chatbot_id: c.bot.id.clone(),
+            *msg = p.message;
+            *list = p.interactions;
+            let answered = p.answered.as_ref().map(|i| ApiEvent {
+                chatbot_id: bot.id.clone(),
                 interaction_id: i.id.clone(),
                 kind: "interaction.answered",
                 data: i.to_json(req.now_ms),
@@ -382,14 +376,9 @@ impl Inner {
             decisions.push(Decision {
                 job: k,
                 message_id: msg.id.clone(),
-                conversation_id: msg.conversation_id.clone(),
-                bot: c.bot.clone(),
-                event_id: req.event_id.clone(),
-                event_type: d.accepted.event_type,
-                payload: d.accepted.payload,
-                created_at: req.now_ms,
-                trace: req.trace.clone(),
-                changed: d.changed.then(|| message_json(msg)),
+                bot,
+                event: p.event,
+                changed: p.changed.then(|| message_json(msg)),
                 answered,
                 out: Interacted {
                     message: msg.clone(),
@@ -422,7 +411,7 @@ impl Inner {
                 if let Some(seq) = seqs.next() {
                     let e = StreamEvent {
                         seq,
-                        conversation_id: d.conversation_id.clone(),
+                        conversation_id: d.event.conversation_id.clone(),
                         kind: "message.updated".into(),
                         data,
                     };
@@ -434,16 +423,16 @@ impl Inner {
             for a in &api {
                 notes.api(a);
             }
-            if let Some(&seq) = written.queued.get(&d.event_id) {
+            if let Some(&seq) = written.queued.get(&d.event.id) {
                 hot.push(Claimed {
                     seq,
-                    event_id: d.event_id,
-                    chatbot_id: d.bot.id.clone(),
-                    conversation_id: d.conversation_id,
-                    payload: bytes::Bytes::from(d.payload),
+                    event_id: d.event.id,
+                    chatbot_id: d.event.chatbot_id,
+                    conversation_id: d.event.conversation_id,
+                    payload: bytes::Bytes::from(d.event.payload),
                     attempts: 0,
                     attempt_base: 0,
-                    trace: d.trace,
+                    trace: d.event.trace,
                     bot: Some(d.bot),
                 });
             }

@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-use super::{Announce, Effects, Tx};
+use super::{Announce, Effects, Party, Tx};
 use crate::domain::error::Rejection;
 use crate::domain::inbox::{self, Interaction, NewInteraction};
 use crate::domain::interact::{Action, Context};
@@ -45,11 +45,33 @@ pub async fn interact<T: Tx>(tx: &mut T, req: &InteractRequest) -> StoreResult<E
     apply(tx, msg, act).await
 }
 
-/// Applies an action to a loaded message: block state, interaction, event,
-/// stream entry — or nothing. Every rejection comes before the first write.
-pub async fn apply<T: Tx>(tx: &mut T, mut msg: Message, act: Act<'_>) -> StoreResult<Effects> {
-    let party = tx.party(&msg.conversation_id).await?;
-    let mut interactions = tx.interactions_for(&msg, act.action).await?;
+/// An accepted action, decided on the rows as loaded: what to write. The
+/// one decision of a click, submit or answer, whichever way it is applied
+/// (step by step through [`Tx`] here, or with a PostgreSQL batch's other
+/// clicks in one statement per step).
+pub struct Plan {
+    /// The message as the action leaves it.
+    pub message: Message,
+    /// Its interactions as the action leaves them.
+    pub interactions: Vec<Interaction>,
+    /// Whether the message changed (its blocks turned off): it is saved,
+    /// with a `message.updated` stream entry.
+    pub changed: bool,
+    /// The interaction the action answered.
+    pub answered: Option<Interaction>,
+    /// The event the action becomes.
+    pub event: NewEvent,
+}
+
+/// Decides an action on a message, its interactions (pending and asked
+/// ones, or all of them when the action's block is gone) and its
+/// conversation, as loaded. No I/O: a refusal writes nothing.
+pub fn plan(
+    mut msg: Message,
+    mut interactions: Vec<Interaction>,
+    party: &Party,
+    act: &Act<'_>,
+) -> StoreResult<Plan> {
     let ctx = Context {
         now_ms: act.now_ms,
         interactive_window_ms: act.interactive_window_ms,
@@ -65,23 +87,38 @@ pub async fn apply<T: Tx>(tx: &mut T, mut msg: Message, act: Act<'_>) -> StoreRe
         answer: act.answer,
     };
     let d = inbox::decide(&mut interactions, &mut msg, act.action, ctx)?;
+    let event = NewEvent {
+        id: act.event_id.to_string(),
+        chatbot_id: party.chatbot_id.clone(),
+        conversation_id: msg.conversation_id.clone(),
+        event_type: d.accepted.event_type,
+        payload: d.accepted.payload,
+        created_at: act.now_ms,
+        trace: act.trace.map(str::to_string),
+    };
+    Ok(Plan {
+        message: msg,
+        interactions,
+        changed: d.changed,
+        answered: d.answered,
+        event,
+    })
+}
+
+/// Applies an action to a loaded message: block state, interaction, event,
+/// stream entry — or nothing. Every rejection comes before the first write.
+pub async fn apply<T: Tx>(tx: &mut T, msg: Message, act: Act<'_>) -> StoreResult<Effects> {
+    let party = tx.party(&msg.conversation_id).await?;
+    let interactions = tx.interactions_for(&msg, act.action).await?;
+    let p = plan(msg, interactions, &party, &act)?;
     let mut announce = Announce::default();
-    if let Some(i) = &d.answered {
+    if let Some(i) = &p.answered {
         tx.save_interaction(i).await?;
         announce.api(&party.chatbot_id, i, "interaction.answered", act.now_ms);
     }
-    let mut hot = tx
-        .insert_event(NewEvent {
-            id: act.event_id.to_string(),
-            chatbot_id: party.chatbot_id.clone(),
-            conversation_id: msg.conversation_id.clone(),
-            event_type: d.accepted.event_type,
-            payload: d.accepted.payload,
-            created_at: act.now_ms,
-            trace: act.trace.map(str::to_string),
-        })
-        .await?;
-    if d.changed {
+    let mut hot = tx.insert_event(p.event).await?;
+    let msg = p.message;
+    if p.changed {
         let doc = tx.save_message(&msg).await?;
         let entry = tx
             .append_stream(&msg.conversation_id, "message.updated", doc)
@@ -100,7 +137,7 @@ pub async fn apply<T: Tx>(tx: &mut T, mut msg: Message, act: Act<'_>) -> StoreRe
             json,
         },
         announce,
-        answered: d.answered,
+        answered: p.answered,
         hot,
     })
 }
@@ -249,4 +286,79 @@ pub(super) async fn cancel_pending<T: Tx>(
         announce.extend(a);
     }
     Ok(announce)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::inbox::tests::{HOUR, T0, click, interactions, message, visitor};
+
+    fn party(taken_over: bool) -> Party {
+        Party {
+            chatbot_id: "bot_1".into(),
+            retention_ms: 7 * 24 * HOUR,
+            created_at: T0,
+            taken_over,
+            bot: None,
+        }
+    }
+
+    fn act<'a>(action: &'a Action, user: &'a Person, event_id: &'a str) -> Act<'a> {
+        Act {
+            action,
+            user,
+            event_id,
+            response_url: "https://hooks.test/r/tok",
+            now_ms: T0 + 1_000,
+            interactive_window_ms: 24 * HOUR,
+            answer: None,
+            trace: Some("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"),
+        }
+    }
+
+    #[test]
+    fn an_accepted_click_plans_its_event_for_the_party_and_the_message_it_changed() {
+        let (msg, user, yes) = (message(true), visitor(), click("yes"));
+        let list = interactions(&msg);
+        let p = plan(msg, list, &party(false), &act(&yes, &user, "evt_1")).unwrap();
+        assert_eq!(p.event.id, "evt_1");
+        assert_eq!(p.event.chatbot_id, "bot_1");
+        assert_eq!(p.event.conversation_id, "conv_1");
+        assert_eq!(p.event.event_type, "interaction.button_clicked");
+        assert_eq!(p.event.created_at, T0 + 1_000);
+        assert!(p.event.trace.is_some());
+        let body: Value = serde_json::from_slice(&p.event.payload).unwrap();
+        assert_eq!(body["action_id"], "yes");
+        assert!(p.changed, "a disable_on_click group turns off");
+        let answered = p.answered.expect("the group's interaction is answered");
+        assert_eq!(answered.status, InteractionStatus::Answered);
+        assert!(
+            p.interactions
+                .iter()
+                .any(|i| i.id == answered.id && i.status == InteractionStatus::Answered)
+        );
+    }
+
+    #[test]
+    fn the_plan_of_the_first_click_refuses_the_second_on_what_it_left() {
+        let (msg, user) = (message(true), visitor());
+        let (yes, no) = (click("yes"), click("no"));
+        let list = interactions(&msg);
+        let first = plan(msg, list, &party(false), &act(&yes, &user, "evt_1")).unwrap();
+        let second = plan(
+            first.message,
+            first.interactions,
+            &party(false),
+            &act(&no, &user, "evt_2"),
+        );
+        assert!(matches!(second, Err(StoreError::Rejected(_))));
+    }
+
+    #[test]
+    fn a_taken_over_conversation_plans_nothing() {
+        let (msg, user, yes) = (message(true), visitor(), click("yes"));
+        let list = interactions(&msg);
+        let r = plan(msg, list, &party(true), &act(&yes, &user, "evt_1"));
+        assert!(matches!(r, Err(StoreError::Rejected(_))));
+    }
 }

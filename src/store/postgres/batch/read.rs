@@ -10,19 +10,12 @@ use super::super::{CHATBOT_COLS, chatbot_row_at, inbox, parse_message};
 use crate::domain::inbox as domain;
 use crate::domain::model::{Chatbot, Message};
 use crate::store::StoreResult;
-
-/// Context of one conversation, read under its lock.
-pub(super) struct ConvCtx {
-    /// Its chatbot as read with it (its deliveries are sent as it says).
-    pub bot: Arc<Chatbot>,
-    pub created_at: i64,
-    pub taken_over: bool,
-}
+use crate::store::script::Party;
 
 /// What a batch reads under its locks: messages, conversations, interactions.
 pub(super) type Locked = (
     HashMap<String, Message>,
-    HashMap<String, ConvCtx>,
+    HashMap<String, Party>,
     HashMap<String, Vec<domain::Interaction>>,
 );
 
@@ -104,10 +97,13 @@ fn parse(rows: &[PgRow]) -> StoreResult<Locked> {
                     b
                 }
             };
-            e.insert(ConvCtx {
-                bot,
+            // Its chatbot as read with it: its deliveries are sent as it says.
+            e.insert(Party {
+                chatbot_id: bot.id.clone(),
+                retention_ms: bot.retention_ms,
                 created_at: r.try_get(5)?,
                 taken_over: taken.is_some(),
+                bot: Some(bot),
             });
         }
     }

@@ -113,16 +113,16 @@ impl<'a> Write<'a> {
             s_data: Vec::new(),
         };
         for d in decisions {
-            w.ids.push(d.event_id.as_str());
-            w.bots.push(d.bot.id.as_str());
+            w.ids.push(d.event.id.as_str());
+            w.bots.push(d.event.chatbot_id.as_str());
             w.leases.push(lease.map_or(0, |l| l.for_chatbot(&d.bot)));
-            w.convs.push(d.conversation_id.as_str());
-            w.types.push(d.event_type);
-            w.payloads.push(d.payload.as_slice());
-            w.created.push(d.created_at);
-            w.traces.push(d.trace.as_deref());
+            w.convs.push(d.event.conversation_id.as_str());
+            w.types.push(d.event.event_type);
+            w.payloads.push(d.event.payload.as_slice());
+            w.created.push(d.event.created_at);
+            w.traces.push(d.event.trace.as_deref());
             if let Some(j) = &d.changed {
-                w.s_convs.push(d.conversation_id.as_str());
+                w.s_convs.push(d.event.conversation_id.as_str());
                 w.s_data.push(j.as_str());
             }
         }
