@@ -179,6 +179,16 @@ pub async fn run_to(
     rec
 }
 
+/// What an attempt's next step tells its endpoint's circuit breaker.
+pub fn outcome(next: &AttemptNext) -> super::breaker::Outcome {
+    use super::breaker::Outcome as B;
+    match next {
+        AttemptNext::Succeeded | AttemptNext::Skipped => B::Success,
+        AttemptNext::EndpointGone => B::Disabled,
+        AttemptNext::RetryAt(_) | AttemptNext::Dead => B::Failure,
+    }
+}
+
 /// A failed attempt's next step: a retry at a time, or `dead` after the last.
 /// `number` counts the attempts since the event was (re)queued.
 pub fn failure_next(st: &Services, number: u32, retry_after: Option<Duration>) -> AttemptNext {

@@ -52,6 +52,15 @@ impl Rest {
     }
 }
 
+/// Consecutive failures that open an endpoint's circuit.
+pub const THRESHOLD: u32 = 5;
+/// How long an open circuit rests before a probe: 1 s, doubling with each
+/// failed probe up to 30 s.
+pub const REST: Rest = Rest {
+    first: Duration::from_secs(1),
+    max: Duration::from_secs(30),
+};
+
 /// What a finished attempt tells the breaker.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Outcome {
@@ -95,6 +104,11 @@ impl Breaker {
             }
             _ => false,
         }
+    }
+
+    /// A delivery finished, with the service's [`THRESHOLD`] and [`REST`].
+    pub fn finished(&mut self, probe: bool, outcome: Outcome, now: Instant) {
+        self.finish(probe, outcome, now, THRESHOLD, REST);
     }
 
     /// A delivery finished.

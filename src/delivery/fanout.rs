@@ -15,11 +15,10 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use super::attempt::{self, Target};
-use super::breaker::{Breaker, Outcome, Rest};
+use super::breaker::Breaker;
 use super::window::Window;
 use crate::domain::endpoints::RateLimit;
 use crate::domain::time::now_ms;
-use crate::store::AttemptNext;
 use crate::store::fanout::{ClaimedDelivery, DeliveryRecord, Rooms};
 use crate::usecase::Services;
 
@@ -34,11 +33,6 @@ pub const LEASE: Duration = Duration::from_secs(60);
 const IDLE_POLL: Duration = Duration::from_millis(250);
 /// The least time between two claims that found less than they could take.
 const CLAIM_GAP: Duration = Duration::from_millis(2);
-const BREAKER_THRESHOLD: u32 = 5;
-const BREAKER_REST: Rest = Rest {
-    first: Duration::from_secs(1),
-    max: Duration::from_secs(30),
-};
 /// Outcomes written in one transaction.
 const RECORD_BATCH: usize = 512;
 
@@ -232,23 +226,13 @@ impl Fanout {
                 chatbot_id: &d.claim.chatbot_id,
             };
             let rec = attempt::run_to(&f.state, &f.client, &to, &d.claim).await;
-            let outcome = match rec.next {
-                AttemptNext::Succeeded | AttemptNext::Skipped => Outcome::Success,
-                AttemptNext::EndpointGone => Outcome::Disabled,
-                AttemptNext::RetryAt(_) | AttemptNext::Dead => Outcome::Failure,
-            };
+            let outcome = attempt::outcome(&rec.next);
             f.endpoints
                 .lock()
                 .entry(d.endpoint_id.clone())
                 .or_default()
                 .breaker
-                .finish(
-                    probe,
-                    outcome,
-                    Instant::now(),
-                    BREAKER_THRESHOLD,
-                    BREAKER_REST,
-                );
+                .finished(probe, outcome, Instant::now());
             let _ = f.records.send(DeliveryRecord {
                 endpoint_id: d.endpoint_id.clone(),
                 rec,

@@ -12,7 +12,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use super::breaker::{Breaker, Outcome, Rest};
+use super::breaker::{Breaker, Outcome};
 use super::defaults::{self, Defaults};
 use super::window::Window;
 use super::{attempt, recorder};
@@ -20,21 +20,13 @@ use crate::domain::endpoints::RateLimit;
 use crate::domain::model::Chatbot;
 use crate::domain::time::now_ms;
 use crate::store::fanout::DefaultSettings;
-use crate::store::{AttemptNext, AttemptRecord, Claimed};
+use crate::store::{AttemptRecord, Claimed};
 use crate::usecase::Services;
 
 /// Most deliveries in flight at once, across all endpoints.
 const GLOBAL_IN_FLIGHT: usize = 512;
 /// Most deliveries claimed in one store round trip.
 const CLAIM_BATCH: usize = 256;
-/// Consecutive failures that open an endpoint's circuit.
-const BREAKER_THRESHOLD: u32 = 5;
-/// How long an open circuit rests before a probe: 1 s, doubling with each
-/// failed probe up to 30 s.
-const BREAKER_REST: Rest = Rest {
-    first: Duration::from_secs(1),
-    max: Duration::from_secs(30),
-};
 /// Longest sleep of an idle claim loop (other instances may enqueue).
 const IDLE_POLL: Duration = Duration::from_secs(1);
 /// How often the URLs of failing endpoints are re-read: a new URL is a new
@@ -484,23 +476,13 @@ impl Dispatcher {
                 return;
             }
             let record = attempt::run(&d.state, &d.client, &bot, own.as_deref(), &c).await;
-            let outcome = match record.next {
-                AttemptNext::Succeeded | AttemptNext::Skipped => Outcome::Success,
-                AttemptNext::EndpointGone => Outcome::Disabled,
-                AttemptNext::RetryAt(_) | AttemptNext::Dead => Outcome::Failure,
-            };
+            let outcome = attempt::outcome(&record.next);
             d.endpoints
                 .lock()
                 .entry(c.chatbot_id.clone())
                 .or_default()
                 .breaker
-                .finish(
-                    probe,
-                    outcome,
-                    Instant::now(),
-                    BREAKER_THRESHOLD,
-                    BREAKER_REST,
-                );
+                .finished(probe, outcome, Instant::now());
             let _ = d.records.send(record);
             d.in_flight.lock().remove(&c.event_id);
             drop(permit);

@@ -346,16 +346,7 @@ impl Inner {
                 continue;
             };
             let list = interactions.entry(msg.id.clone()).or_default();
-            let act = Act {
-                action: &req.action,
-                user: &req.user,
-                event_id: &req.event_id,
-                response_url: &req.response_url,
-                now_ms: req.now_ms,
-                interactive_window_ms: req.interactive_window_ms,
-                answer: None,
-                trace: req.trace.as_deref(),
-            };
+            let act = Act::visitor(req);
             // Decided on copies: a refused click leaves the message and its
             // interactions as they were for the clicks after it.
             let p = match script::inbox::plan(msg.clone(), list.clone(), c, &act) {

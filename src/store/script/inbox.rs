@@ -26,23 +26,29 @@ pub struct Act<'a> {
     pub trace: Option<&'a str>,
 }
 
+impl<'a> Act<'a> {
+    /// A visitor's click or submit, as the widget sent it.
+    pub fn visitor(req: &'a InteractRequest) -> Self {
+        Self {
+            action: &req.action,
+            user: &req.user,
+            event_id: &req.event_id,
+            response_url: &req.response_url,
+            now_ms: req.now_ms,
+            interactive_window_ms: req.interactive_window_ms,
+            answer: None,
+            trace: req.trace.as_deref(),
+        }
+    }
+}
+
 /// A visitor's click or submit on a message of their conversation.
 pub async fn interact<T: Tx>(tx: &mut T, req: &InteractRequest) -> StoreResult<Effects> {
     let msg = tx.message(&req.message_id).await?;
     if msg.conversation_id != req.conversation_id {
         return Err(StoreError::NotFound);
     }
-    let act = Act {
-        action: &req.action,
-        user: &req.user,
-        event_id: &req.event_id,
-        response_url: &req.response_url,
-        now_ms: req.now_ms,
-        interactive_window_ms: req.interactive_window_ms,
-        answer: None,
-        trace: req.trace.as_deref(),
-    };
-    apply(tx, msg, act).await
+    apply(tx, msg, Act::visitor(req)).await
 }
 
 /// An accepted action, decided on the rows as loaded: what to write. The
