@@ -24,6 +24,7 @@ mod fanout;
 mod inbox;
 mod interactions;
 mod lifecycle;
+pub use lifecycle::PAGE as PURGE_PAGE;
 mod messages;
 pub mod notify;
 mod queue;
@@ -45,6 +46,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../migrations/postgres/0009_event_trace.sql"),
     include_str!("../../migrations/postgres/0010_endpoints.sql"),
     include_str!("../../migrations/postgres/0011_delivery_heads.sql"),
+    include_str!("../../migrations/postgres/0012_purge_keyset.sql"),
 ];
 
 pub struct PostgresStore {

@@ -351,3 +351,36 @@ async fn a_burst_over_many_conversations_is_recorded_in_order() {
         "nothing delivered twice"
     );
 }
+
+/// A page of the retention purge is read from the index where the last
+/// page ended (`conversations_by_age_id`), never by sorting every
+/// conversation that shares a `created_at`. Sequential scans are turned
+/// off so that the small table of a test plans as a large one would.
+#[actix_web::test]
+async fn a_purge_page_is_read_in_index_order_without_a_sort() {
+    use blockhook::config::Database;
+    use sqlx::Connection;
+    let url = fresh_postgres_database().await;
+    let u = url.clone();
+    let _app = spawn_app_with(move |c| c.database = Database::Postgres(u)).await;
+    let mut conn = sqlx::PgConnection::connect(&url).await.unwrap();
+    sqlx::query("SET enable_seqscan = off")
+        .execute(&mut conn)
+        .await
+        .unwrap();
+    let plan: Vec<String> = sqlx::query_scalar(&format!(
+        "EXPLAIN {}",
+        blockhook::store::postgres::PURGE_PAGE
+    ))
+    .bind("cb")
+    .bind(0_i64)
+    .bind(0_i64)
+    .bind("")
+    .bind(100_i64)
+    .fetch_all(&mut conn)
+    .await
+    .unwrap();
+    let plan = plan.join(" / ");
+    assert!(plan.contains("conversations_by_age_id"), "{plan}");
+    assert!(!plan.contains("Sort"), "{plan}");
+}

@@ -16,6 +16,13 @@ use crate::store::{StoreError, StoreResult};
 /// busy machine), and the pause after it lets the clicks' commits through.
 const PURGE_BATCH: usize = 100;
 
+/// One page of a chatbot's expired conversations, from where the last page
+/// ended, read in the order of `conversations_by_age_id` (no sort), locked,
+/// skipping any another instance's purge or a new event holds.
+pub const PAGE: &str = "SELECT created_at, id FROM conversations c
+     WHERE chatbot_id = $1 AND created_at < $2 AND (created_at, id) > ($3, $4)
+     ORDER BY created_at, id LIMIT $5 FOR UPDATE SKIP LOCKED";
+
 /// Everything keyed by the conversations `$1`, children first.
 const DELETES: &[&str] = &[
     "DELETE FROM interaction_idempotency WHERE interaction_id IN (SELECT id FROM interactions WHERE conversation_id = ANY($1))",
@@ -96,20 +103,14 @@ impl PostgresStore {
             loop {
                 let began = Instant::now();
                 let mut tx = self.pool.begin().await?;
-                // Locked, skipping any another instance's purge or a new
-                // event holds.
-                let rows = sqlx::query(
-                    "SELECT created_at, id FROM conversations c
-                     WHERE chatbot_id = $1 AND created_at < $2 AND (created_at, id) > ($3, $4)
-                     ORDER BY created_at, id LIMIT $5 FOR UPDATE SKIP LOCKED",
-                )
-                .bind(&bot)
-                .bind(before)
-                .bind(after.0)
-                .bind(&after.1)
-                .bind(PURGE_BATCH as i64)
-                .fetch_all(&mut *tx)
-                .await?;
+                let rows = sqlx::query(PAGE)
+                    .bind(&bot)
+                    .bind(before)
+                    .bind(after.0)
+                    .bind(&after.1)
+                    .bind(PURGE_BATCH as i64)
+                    .fetch_all(&mut *tx)
+                    .await?;
                 let Some(last) = rows.last() else {
                     break;
                 };

@@ -25,6 +25,12 @@ pub(super) const PAGE_CACHE_KIB: i64 = 16 * 1024;
 /// Longest a purge job keeps the writer (the wait it adds to a click).
 const JOB_BUDGET: Duration = Duration::from_millis(2);
 
+/// One page of a chatbot's expired conversations, from where the last page
+/// ended, read in the order of `conversations_by_age_id` (no sort).
+const PAGE: &str = "SELECT created_at, id FROM conversations c
+     WHERE chatbot_id = ?1 AND created_at < ?2 AND (created_at, id) > (?3, ?4)
+     ORDER BY created_at, id LIMIT ?5";
+
 /// Everything keyed by a conversation, children first.
 const DELETES: &[&str] = &[
     "DELETE FROM interaction_idempotency WHERE interaction_id IN (SELECT id FROM interactions WHERE conversation_id = ?1)",
@@ -105,16 +111,12 @@ impl SqliteStore {
             let mut after = (i64::MIN, String::new());
             loop {
                 let ids: Vec<(i64, String)> = self.read(|c| {
-                    c.prepare_cached(
-                        "SELECT created_at, id FROM conversations c
-                         WHERE chatbot_id = ?1 AND created_at < ?2 AND (created_at, id) > (?3, ?4)
-                         ORDER BY created_at, id LIMIT ?5",
-                    )?
-                    .query_map(
-                        params![bot, before, after.0, after.1, PURGE_BATCH as i64],
-                        |r| Ok((r.get(0)?, r.get(1)?)),
-                    )?
-                    .collect()
+                    c.prepare_cached(PAGE)?
+                        .query_map(
+                            params![bot, before, after.0, after.1, PURGE_BATCH as i64],
+                            |r| Ok((r.get(0)?, r.get(1)?)),
+                        )?
+                        .collect()
                 })?;
                 let Some(last) = ids.last().cloned() else {
                     break;
@@ -173,5 +175,37 @@ impl Lifecycle for SqliteStore {
 
     fn purge_expired(&self, now_ms: i64) -> BoxFut<'_, StoreResult<u64>> {
         Box::pin(self.purge_pass(now_ms))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::PAGE;
+
+    /// A page of the purge is read from the index where the last page
+    /// ended: no sort of every conversation sharing a `created_at`.
+    #[test]
+    fn a_purge_page_is_read_in_index_order_without_a_sort() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("plan.db");
+        let path = path.to_str().expect("utf-8 path");
+        let store = super::SqliteStore::open(path, Arc::new(crate::hub::Hub::default()));
+        assert!(store.is_ok(), "the store opens and migrates");
+        let c = rusqlite::Connection::open(path).expect("open");
+        let mut st = c
+            .prepare(&format!("EXPLAIN QUERY PLAN {PAGE}"))
+            .expect("plan");
+        let plan: Vec<String> = st
+            .query_map(rusqlite::params!["cb", 0, 0, "", 100], |r| {
+                r.get::<_, String>(3)
+            })
+            .expect("rows")
+            .collect::<Result<_, _>>()
+            .expect("plan rows");
+        let plan = plan.join(" / ");
+        assert!(plan.contains("conversations_by_age_id"), "{plan}");
+        assert!(!plan.contains("TEMP B-TREE"), "{plan}");
     }
 }
