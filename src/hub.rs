@@ -1,19 +1,11 @@
 //! In-process signals raised after a commit: the widget streams listen for
-//! stream entries, the delivery worker for new events.
+//! stream entries, the delivery worker for new events. The stores raise
+//! them through their port, [`Signals`], which the hub implements.
 
 use tokio::sync::{Notify, broadcast};
 
-use crate::store::StreamEvent;
-
-/// An entry of a chatbot's API stream (`interaction.created`,
-/// `interaction.answered`, `interaction.expired`, `interaction.cancelled`).
-#[derive(Debug, Clone)]
-pub struct ApiEvent {
-    pub chatbot_id: String,
-    pub interaction_id: String,
-    pub kind: &'static str,
-    pub data: serde_json::Value,
-}
+pub use crate::store::ApiEvent;
+use crate::store::{Signals, StreamEvent};
 
 pub struct Hub {
     pub stream: broadcast::Sender<StreamEvent>,
@@ -120,6 +112,33 @@ impl Hub {
         for e in events {
             let _ = self.stream.send(e);
         }
+    }
+}
+
+impl Signals for Hub {
+    fn stream(&self, entries: Vec<StreamEvent>) {
+        self.publish(entries);
+    }
+    fn api(&self, entries: Vec<ApiEvent>) {
+        self.publish_api(entries);
+    }
+    fn events_due(&self) {
+        self.new_events.notify_one();
+    }
+    fn events_queued(&self) {
+        self.queued_events.notify_one();
+    }
+    fn deliveries_due(&self) {
+        self.deliveries.notify_one();
+    }
+    fn erased(&self, conversation_id: &str) {
+        self.erased.announce(conversation_id);
+    }
+    fn follows_streams(&self) -> bool {
+        self.stream.receiver_count() > 0
+    }
+    fn follows_api(&self) -> bool {
+        self.api.receiver_count() > 0
     }
 }
 

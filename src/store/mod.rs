@@ -13,6 +13,7 @@ pub mod postgres;
 mod reply;
 mod review;
 pub mod script;
+pub mod signals;
 pub mod sqlite;
 
 pub use claimed::*;
@@ -33,6 +34,7 @@ use crate::domain::origins::AllowedOrigins;
 use crate::domain::status::{EventStatus, InteractionStatus};
 
 pub use endpoints::Endpoints;
+pub use signals::{ApiEvent, Signals};
 
 pub type BoxFut<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
@@ -364,7 +366,7 @@ pub trait Queue: Send + Sync {
     ) -> BoxFut<'_, StoreResult<Claim>>;
     /// Like [`Self::claim_due`], but only what the store queued for this
     /// instance as its events committed (announced by
-    /// [`crate::hub::Hub::queued_events`]); the table is not read, and the
+    /// [`Signals::events_queued`]); the table is not read, and the
     /// next due time is the one the last claim of the table reported.
     fn claim_queued(
         &self,

@@ -11,7 +11,7 @@ use sqlx::{ConnectOptions, Postgres, Row, Transaction};
 use super::*;
 use crate::domain::inbox::{Interaction, NewInteraction};
 use crate::domain::origins::AllowedOrigins;
-use crate::hub::{ApiEvent, Hub};
+use crate::store::{ApiEvent, Signals};
 
 mod attachments;
 mod batch;
@@ -51,7 +51,7 @@ const MIGRATIONS: &[&str] = &[
 
 pub struct PostgresStore {
     pool: PgPool,
-    hub: Arc<Hub>,
+    signals: Arc<dyn Signals>,
     /// Names this instance in its notifications (see [`notify`]).
     instance: notify::Instance,
     _listening: Option<notify::Listening>,
@@ -114,13 +114,13 @@ async fn commit_noting(
 
 impl PostgresStore {
     /// Opens a pool of [`connect::DEFAULT_POOL`] connections.
-    pub async fn connect(url: &str, hub: Arc<Hub>) -> StoreResult<Self> {
-        Self::open(url, hub, connect::DEFAULT_POOL).await
+    pub async fn connect(url: &str, signals: Arc<dyn Signals>) -> StoreResult<Self> {
+        Self::open(url, signals, connect::DEFAULT_POOL).await
     }
 
     /// Opens a pool of `pool_size` connections on `url` (TLS as its
     /// `sslmode` says) and brings the schema up to date.
-    pub async fn open(url: &str, hub: Arc<Hub>, pool_size: u32) -> StoreResult<Self> {
+    pub async fn open(url: &str, signals: Arc<dyn Signals>, pool_size: u32) -> StoreResult<Self> {
         let opts = connect::options(url)?;
         connect::probe(&opts).await?;
         // One of the pool's connections is the click batches' own, in a
@@ -132,7 +132,7 @@ impl PostgresStore {
         let batch_conn = connect::Held::kept(connect::pool(&quiet, 1).await?);
         let instance = notify::Instance::new();
         let single = batch::single(pool.clone(), instance.clone());
-        let queued = Arc::new(queued::Queued::new(hub.clone()));
+        let queued = Arc::new(queued::Queued::new(signals.clone()));
         let clicks = batch::Batcher::new(
             pool.clone(),
             batch_conn,
@@ -142,7 +142,7 @@ impl PostgresStore {
         );
         let mut store = Self {
             pool: pool.clone(),
-            hub,
+            signals,
             instance,
             _listening: None,
             clicks,
@@ -156,7 +156,7 @@ impl PostgresStore {
             notify::listen(
                 &opts,
                 store.pool.clone(),
-                store.hub.clone(),
+                store.signals.clone(),
                 store.instance.clone(),
                 store.visitors.clone(),
             )
@@ -187,9 +187,9 @@ impl PostgresStore {
     ) -> StoreResult<()> {
         self.commit(tx, &announce.stream, &announce.api, due)
             .await?;
-        announce.publish(&self.hub);
+        announce.publish(self.signals.as_ref());
         if due {
-            self.hub.new_events.notify_one();
+            self.signals.events_due();
         }
         Ok(())
     }

@@ -15,7 +15,7 @@ use tokio::sync::oneshot;
 use super::*;
 use crate::domain::inbox::{Interaction, NewInteraction};
 use crate::domain::origins::AllowedOrigins;
-use crate::hub::Hub;
+use crate::store::Signals;
 
 mod attachments;
 mod chatbots;
@@ -74,7 +74,7 @@ pub struct SqliteStore {
     claims: Arc<Mutex<claims::Claims>>,
     /// Conversations by visitor-token hash, read by every widget request.
     visitors: super::cache::ReadCache<(Conversation, AllowedOrigins)>,
-    hub: Arc<Hub>,
+    signals: Arc<dyn Signals>,
 }
 
 fn backend(e: impl std::fmt::Display) -> StoreError {
@@ -144,7 +144,7 @@ fn exec(conn: &Connection, sql: &str) -> rusqlite::Result<()> {
 impl SqliteStore {
     /// Opens (creating if needed) the database at `path`, in a folder that
     /// exists, and runs migrations.
-    pub fn open(path: &str, hub: Arc<Hub>) -> StoreResult<Self> {
+    pub fn open(path: &str, signals: Arc<dyn Signals>) -> StoreResult<Self> {
         let conn = open(path)?;
         let version: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
         for (i, sql) in MIGRATIONS.iter().enumerate() {
@@ -170,10 +170,10 @@ impl SqliteStore {
         let (sync_tx, sync_rx) = crossbeam_channel::unbounded::<Synced>();
         let wal_path = std::path::PathBuf::from(format!("{path}-wal"));
         let claims = Arc::new(Mutex::new(claims));
-        let (queue, announce, reserve) = (claims.clone(), hub.clone(), claims.clone());
+        let (queue, announce, reserve) = (claims.clone(), signals.clone(), claims.clone());
         thread::Builder::new()
             .name("blockhook-sqlite-sync".into())
-            .spawn(move || syncer_loop(wal_path, sync_rx, &queue, &announce))?;
+            .spawn(move || syncer_loop(wal_path, sync_rx, &queue, announce.as_ref()))?;
         // The writer commits without syncing; the syncer makes each durable
         // batch reach the disk before it is answered.
         conn.pragma_update(None, "synchronous", "NORMAL")?;
@@ -187,7 +187,7 @@ impl SqliteStore {
             readers: Mutex::new(Vec::new()),
             claims,
             visitors: super::cache::ReadCache::new(super::cache::VISITOR_ROWS),
-            hub,
+            signals,
         })
     }
 }
@@ -223,7 +223,7 @@ mod tests {
             )
             .expect("attempts");
         }
-        let store = SqliteStore::open(&path, Arc::new(Hub::new())).expect("migrated");
+        let store = SqliteStore::open(&path, Arc::new(crate::hub::Hub::new())).expect("migrated");
         drop(store);
         let c = Connection::open(&path).expect("reopen");
         let rows: Vec<(i64, Option<i64>, Option<String>)> = c

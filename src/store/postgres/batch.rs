@@ -40,7 +40,7 @@ use super::notify::Instance;
 use super::queued::Queued;
 use crate::domain::inbox as domain;
 use crate::domain::model::Chatbot;
-use crate::hub::ApiEvent;
+use crate::store::ApiEvent;
 use crate::store::script;
 use crate::store::script::inbox::Act;
 use crate::store::{

@@ -107,7 +107,7 @@ impl Accounts for PostgresStore {
             tx.commit().await?;
             self.visitors.invalidate();
             if !b.endpoint_disabled {
-                self.hub.new_events.notify_one();
+                self.signals.events_due();
             }
             Ok(())
         })

@@ -74,8 +74,8 @@ pub(super) async fn redeliver_all(
     let n = n + others;
     tx.commit().await?;
     if n > 0 {
-        st.hub.new_events.notify_one();
-        st.hub.deliveries.notify_one();
+        st.signals.events_due();
+        st.signals.deliveries_due();
     }
     Ok(n)
 }

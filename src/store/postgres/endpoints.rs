@@ -61,7 +61,7 @@ impl PostgresStore {
         notes.send(&mut tx).await?;
         tx.commit().await?;
         if enabled {
-            self.hub.new_events.notify_one();
+            self.signals.events_due();
         }
         Ok(())
     }

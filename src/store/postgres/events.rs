@@ -175,8 +175,8 @@ impl Deliveries for PostgresStore {
                 return Err(StoreError::NotFound);
             }
             self.commit(tx, &[], &[], true).await?;
-            self.hub.new_events.notify_one();
-            self.hub.deliveries.notify_one();
+            self.signals.events_due();
+            self.signals.deliveries_due();
             Ok(())
         })
     }
@@ -202,8 +202,8 @@ impl Deliveries for PostgresStore {
             notes.due();
             notes.send(&mut tx).await?;
             tx.commit().await?;
-            self.hub.new_events.notify_one();
-            self.hub.deliveries.notify_one();
+            self.signals.events_due();
+            self.signals.deliveries_due();
             Ok(())
         })
     }
@@ -268,8 +268,8 @@ impl Deliveries for PostgresStore {
             .execute(&mut *tx)
             .await?;
             self.commit(tx, &[], &[], true).await?;
-            self.hub.new_events.notify_one();
-            self.hub.deliveries.notify_one();
+            self.signals.events_due();
+            self.signals.deliveries_due();
             Ok(())
         })
     }

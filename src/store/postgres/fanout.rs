@@ -173,7 +173,7 @@ impl Fanout for PostgresStore {
                 .await?;
             tx.commit().await?;
             if any {
-                self.hub.deliveries.notify_one();
+                self.signals.deliveries_due();
             }
             Ok(())
         })
@@ -297,7 +297,7 @@ impl Fanout for PostgresStore {
                 }
             }
             tx.commit().await?;
-            self.hub.deliveries.notify_one();
+            self.signals.deliveries_due();
             Ok(())
         })
     }

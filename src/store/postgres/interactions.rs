@@ -7,10 +7,10 @@ impl Inbox for PostgresStore {
     fn interact(&self, req: InteractRequest) -> BoxFut<'_, StoreResult<Interacted>> {
         Box::pin(async move {
             let done = self.clicks.interact(req).await?;
-            self.hub.publish(done.stream);
-            self.hub.publish_api(done.api);
+            self.signals.stream(done.stream);
+            self.signals.api(done.api);
             if done.due {
-                self.hub.new_events.notify_one();
+                self.signals.events_due();
             }
             Ok(done.out)
         })

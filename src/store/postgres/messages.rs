@@ -135,7 +135,7 @@ impl Conversations for PostgresStore {
             let e = append_stream(&mut tx, &cid, &kind, data).await?;
             self.commit(tx, std::slice::from_ref(&e), &[], false)
                 .await?;
-            self.hub.publish(vec![e.clone()]);
+            self.signals.stream(vec![e.clone()]);
             Ok(e)
         })
     }

@@ -38,7 +38,7 @@ use sqlx::{Postgres, Row, Transaction};
 
 use super::{Visitors, inbox};
 use crate::domain::status::InteractionStatus;
-use crate::hub::{ApiEvent, Hub};
+use crate::store::{ApiEvent, Signals};
 use crate::store::{StoreResult, StreamEvent};
 
 pub const CHANNEL: &str = "blockhook";
@@ -303,7 +303,7 @@ pub struct Listening([tokio::task::AbortHandle; 2]);
 #[derive(Clone)]
 struct Ears {
     pool: PgPool,
-    hub: Arc<Hub>,
+    signals: Arc<dyn Signals>,
     me: Instance,
     visitors: Arc<Visitors>,
 }
@@ -321,7 +321,7 @@ impl Drop for Listening {
 pub async fn listen(
     opts: &PgConnectOptions,
     pool: PgPool,
-    hub: Arc<Hub>,
+    signals: Arc<dyn Signals>,
     me: Instance,
     visitors: Arc<Visitors>,
 ) -> StoreResult<Listening> {
@@ -332,7 +332,7 @@ pub async fn listen(
     let counting = tokio::spawn(count_peers(pool.clone(), me.clone()));
     let ears = Ears {
         pool,
-        hub,
+        signals,
         me,
         visitors,
     };
@@ -373,7 +373,7 @@ async fn count_peers(pool: PgPool, me: Instance) {
 async fn run(own: PgPool, mut listener: PgListener, ears: Ears) {
     let Ears {
         pool,
-        hub,
+        signals,
         me,
         visitors,
     } = &ears;
@@ -391,7 +391,7 @@ async fn run(own: PgPool, mut listener: PgListener, ears: Ears) {
                 if let Err(e) = join(&mut listener, pool, me).await {
                     tracing::warn!(error = %e, "cannot tell the other instances this one listens again");
                 }
-                resync(pool, hub, crate::domain::time::now_ms()).await;
+                resync(pool, signals.as_ref(), crate::domain::time::now_ms()).await;
             }
             Err(e) => {
                 let lost_at = crate::domain::time::now_ms();
@@ -405,7 +405,7 @@ async fn run(own: PgPool, mut listener: PgListener, ears: Ears) {
                     }
                 };
                 visitors.hearing();
-                resync(pool, hub, lost_at).await;
+                resync(pool, signals.as_ref(), lost_at).await;
             }
         }
     }
@@ -414,21 +414,21 @@ async fn run(own: PgPool, mut listener: PgListener, ears: Ears) {
 /// Raises the in-process signal a notification stands for, reading the row
 /// when the payload could not hold it.
 async fn heard(ears: &Ears, h: Heard<'_>) {
-    let (pool, hub) = (&ears.pool, &ears.hub);
+    let (pool, signals) = (&ears.pool, &ears.signals);
     match h {
-        Heard::Due => hub.new_events.notify_one(),
+        Heard::Due => signals.events_due(),
         Heard::Joined => ears.me.joined(),
         Heard::Tokens => ears.visitors.invalidate(),
         Heard::Erased(conversation) => {
             ears.visitors.invalidate();
-            hub.erased.announce(conversation)
+            signals.erased(conversation)
         }
         Heard::Stream {
             conversation,
             seq,
             entry,
         } => {
-            if hub.stream.receiver_count() == 0 {
+            if !signals.follows_streams() {
                 return;
             }
             let e = match entry {
@@ -443,14 +443,14 @@ async fn heard(ears: &Ears, h: Heard<'_>) {
                     None => return,
                 },
             };
-            let _ = hub.stream.send(e);
+            signals.stream(vec![e]);
         }
         Heard::Api {
             chatbot,
             interaction,
             event,
         } => {
-            if hub.api.receiver_count() == 0 {
+            if !signals.follows_api() {
                 return;
             }
             let inline = event.and_then(|(kind, data)| {
@@ -467,12 +467,12 @@ async fn heard(ears: &Ears, h: Heard<'_>) {
                     (api_kind(i.status_at(now)), i.to_json(now))
                 }
             };
-            let _ = hub.api.send(ApiEvent {
+            signals.api(vec![ApiEvent {
                 chatbot_id: chatbot.to_string(),
                 interaction_id: interaction.to_string(),
                 kind,
                 data,
-            });
+            }]);
         }
     }
 }
@@ -524,9 +524,9 @@ async fn interaction_row(
 /// After a loss: deliveries may be due, and the inbox changes since a
 /// little before `lost_at` are told again (a consumer of `/api/v1/stream`
 /// may see one twice; an ask waiter takes the first).
-async fn resync(pool: &PgPool, hub: &Hub, lost_at: i64) {
-    hub.new_events.notify_one();
-    if hub.api.receiver_count() == 0 {
+async fn resync(pool: &PgPool, signals: &dyn Signals, lost_at: i64) {
+    signals.events_due();
+    if !signals.follows_api() {
         return;
     }
     let rows = sqlx::query(&format!(
@@ -542,12 +542,12 @@ async fn resync(pool: &PgPool, hub: &Hub, lost_at: i64) {
     let now = crate::domain::time::now_ms();
     for r in rows {
         if let Ok(i) = inbox::row(&r) {
-            let _ = hub.api.send(ApiEvent {
+            signals.api(vec![ApiEvent {
                 chatbot_id: i.chatbot_id.clone(),
                 interaction_id: i.id.clone(),
                 kind: api_kind(i.status_at(now)),
                 data: i.to_json(now),
-            });
+            }]);
         }
     }
 }

@@ -253,7 +253,7 @@ impl PostgresStore {
             if let Err(e) = release_to_table(&self.pool, &self.instance, back).await {
                 tracing::warn!(error = %e, "giving back queued deliveries failed; their leases expire");
             }
-            self.hub.new_events.notify_one();
+            self.signals.events_due();
         }
         taken
     }
@@ -275,7 +275,7 @@ impl PostgresStore {
         };
         self.commit(tx, &[], &[], promoted).await?;
         if promoted {
-            self.hub.new_events.notify_one();
+            self.signals.events_due();
         }
         Ok(())
     }

@@ -17,8 +17,8 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 
 use crate::domain::model::Chatbot;
-use crate::hub::Hub;
 use crate::store::Claimed;
+use crate::store::Signals;
 
 /// Most deliveries queued; past it, a batch's head events wait in the table.
 const MAX_QUEUED: usize = 4096;
@@ -45,7 +45,7 @@ struct State {
 
 pub struct Queued {
     state: Mutex<State>,
-    hub: Arc<Hub>,
+    signals: Arc<dyn Signals>,
 }
 
 /// What a batch about to be written may lease: until when, and the
@@ -68,10 +68,10 @@ impl Lease {
 }
 
 impl Queued {
-    pub fn new(hub: Arc<Hub>) -> Self {
+    pub fn new(signals: Arc<dyn Signals>) -> Self {
         Self {
             state: Mutex::new(State::default()),
-            hub,
+            signals,
         }
     }
 
@@ -99,7 +99,7 @@ impl Queued {
         st.entries
             .extend(items.into_iter().map(|claimed| Entry { claimed, until }));
         drop(st);
-        self.hub.queued_events.notify_one();
+        self.signals.events_queued();
         Vec::new()
     }
 
@@ -174,7 +174,7 @@ mod tests {
 
     #[test]
     fn nothing_is_leased_before_the_claim_loop_has_claimed_or_once_closed() {
-        let q = Queued::new(Arc::new(Hub::new()));
+        let q = Queued::new(Arc::new(crate::hub::Hub::new()));
         assert!(q.lease(1_000).is_none());
         let _ = q.take(1_000, 31_000, 10, &[]);
         let lease = q.lease(2_000).map(|l| l.until);
@@ -187,7 +187,7 @@ mod tests {
 
     #[test]
     fn deliveries_are_taken_in_order_and_a_skipped_chatbot_s_go_back() {
-        let q = Queued::new(Arc::new(Hub::new()));
+        let q = Queued::new(Arc::new(crate::hub::Hub::new()));
         let _ = q.take(0, 30_000, 10, &[]);
         q.push(vec![ev("e1", "a"), ev("e2", "busy"), ev("e3", "a")], 30_000);
         let (taken, back) = q.take(10, 30_010, 10, &["busy".to_string()]);
@@ -213,7 +213,7 @@ mod tests {
 
     #[test]
     fn a_claim_takes_no_more_than_its_limit_and_leaves_the_rest_queued() {
-        let q = Queued::new(Arc::new(Hub::new()));
+        let q = Queued::new(Arc::new(crate::hub::Hub::new()));
         let _ = q.take(0, 30_000, 10, &[]);
         q.push(vec![ev("e1", "a"), ev("e2", "a"), ev("e3", "a")], 30_000);
         let (taken, back) = q.take(0, 30_000, 2, &[]);
@@ -224,7 +224,7 @@ mod tests {
 
     #[test]
     fn a_delivery_whose_lease_runs_short_goes_back_to_the_table() {
-        let q = Queued::new(Arc::new(Hub::new()));
+        let q = Queued::new(Arc::new(crate::hub::Hub::new()));
         let _ = q.take(0, 30_000, 10, &[]);
         q.push(vec![ev("old", "a")], 30_000);
         q.push(vec![ev("new", "a")], 50_000);

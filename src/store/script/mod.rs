@@ -16,7 +16,7 @@ use std::task::{Context, Poll, Waker};
 use crate::domain::inbox::{Interaction, NewInteraction};
 use crate::domain::interact::Action;
 use crate::domain::model::{Chatbot, Message};
-use crate::hub::{ApiEvent, Hub};
+use crate::store::{ApiEvent, Signals};
 use crate::store::{Claimed, Interacted, NewEvent, StoreError, StoreResult, StreamEvent};
 
 pub mod inbox;
@@ -125,9 +125,9 @@ pub struct Announce {
 
 impl Announce {
     /// Hands the entries to this instance's streams and waiters.
-    pub fn publish(self, hub: &Hub) {
-        hub.publish(self.stream);
-        hub.publish_api(self.api);
+    pub fn publish(self, signals: &dyn Signals) {
+        signals.stream(self.stream);
+        signals.api(self.api);
     }
 
     fn api(&mut self, chatbot_id: &str, i: &Interaction, kind: &'static str, now_ms: i64) {

@@ -53,7 +53,7 @@ impl Accounts for SqliteStore {
     }
 
     fn update_chatbot(&self, b: Chatbot) -> BoxFut<'_, StoreResult<()>> {
-        let hub = self.hub.clone();
+        let signals = self.signals.clone();
         Box::pin(async move {
             let enabled = !b.endpoint_disabled;
             let bot_id = b.id.clone();
@@ -82,7 +82,7 @@ impl Accounts for SqliteStore {
             self.visitors.invalidate();
             self.claims.lock().chatbot_changed(&bot_id, !enabled);
             if enabled {
-                hub.new_events.notify_one();
+                signals.events_due();
             }
             Ok(())
         })

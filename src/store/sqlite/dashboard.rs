@@ -16,7 +16,7 @@ impl SqliteStore {
         endpoint: Option<EndpointSel>,
         now_ms: i64,
     ) -> StoreResult<u64> {
-        let hub = self.hub.clone();
+        let signals = self.signals.clone();
         let n = self
             .write(move |c| {
                 let since = since.unwrap_or(i64::MIN);
@@ -63,8 +63,8 @@ impl SqliteStore {
             .await?;
         if n > 0 {
             self.claims.lock().cold_at(0);
-            hub.new_events.notify_one();
-            hub.deliveries.notify_one();
+            signals.events_due();
+            signals.deliveries_due();
         }
         Ok(n)
     }

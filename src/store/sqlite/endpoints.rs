@@ -86,7 +86,7 @@ impl Endpoints for SqliteStore {
     }
 
     fn update_endpoint(&self, ep: Endpoint) -> BoxFut<'_, StoreResult<()>> {
-        let hub = self.hub.clone();
+        let signals = self.signals.clone();
         let row = StoredEndpoint::of(&ep);
         Box::pin(async move {
             if !ep.is_default {
@@ -112,7 +112,7 @@ impl Endpoints for SqliteStore {
                 })
                 .await?;
                 if ep.enabled {
-                    hub.new_events.notify_one();
+                    signals.events_due();
                 }
                 return Ok(());
             }
@@ -132,7 +132,7 @@ impl Endpoints for SqliteStore {
             .await?;
             self.claims.lock().chatbot_changed(&bot_id, !enabled);
             if enabled {
-                hub.new_events.notify_one();
+                signals.events_due();
             }
             Ok(())
         })

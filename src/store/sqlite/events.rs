@@ -102,7 +102,7 @@ impl Deliveries for SqliteStore {
         now_ms: i64,
     ) -> BoxFut<'_, StoreResult<()>> {
         let (bid, eid) = (chatbot_id.to_string(), event_id.to_string());
-        let hub = self.hub.clone();
+        let signals = self.signals.clone();
         Box::pin(async move {
             self.write(move |c| {
                 let row: Option<(EventStatus, String, i64)> = c
@@ -152,8 +152,8 @@ impl Deliveries for SqliteStore {
             })
             .await?;
             self.claims.lock().cold_at(0);
-            hub.new_events.notify_one();
-            hub.deliveries.notify_one();
+            signals.events_due();
+            signals.deliveries_due();
             Ok(())
         })
     }
@@ -175,7 +175,7 @@ impl Deliveries for SqliteStore {
 
     fn enqueue_event_to(&self, event: NewEvent, endpoint_id: &str) -> BoxFut<'_, StoreResult<()>> {
         let endpoint_id = endpoint_id.to_string();
-        let hub = self.hub.clone();
+        let signals = self.signals.clone();
         Box::pin(async move {
             self.write(move |c| {
                 let known: bool = c.query_row(
@@ -202,8 +202,8 @@ impl Deliveries for SqliteStore {
                 Ok(())
             })
             .await?;
-            hub.new_events.notify_one();
-            hub.deliveries.notify_one();
+            signals.events_due();
+            signals.deliveries_due();
             Ok(())
         })
     }

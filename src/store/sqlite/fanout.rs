@@ -114,7 +114,7 @@ impl Fanout for SqliteStore {
 
     fn route(&self, deliveries: Vec<NewDelivery>, routed: Vec<i64>) -> BoxFut<'_, StoreResult<()>> {
         let any = !deliveries.is_empty();
-        let hub = self.hub.clone();
+        let signals = self.signals.clone();
         Box::pin(async move {
             self.write_decided(true, move |c| {
                 // In event order, one by one: each sees the ones before it,
@@ -144,7 +144,7 @@ impl Fanout for SqliteStore {
             })
             .await?;
             if any {
-                hub.deliveries.notify_one();
+                signals.deliveries_due();
             }
             Ok(())
         })
@@ -209,7 +209,7 @@ impl Fanout for SqliteStore {
         &self,
         records: Vec<DeliveryRecord>,
     ) -> BoxFut<'_, StoreResult<()>> {
-        let hub = self.hub.clone();
+        let signals = self.signals.clone();
         Box::pin(async move {
             self.write_decided(false, move |c| {
                 for r in &records {
@@ -260,7 +260,7 @@ impl Fanout for SqliteStore {
                 Ok(())
             })
             .await?;
-            hub.deliveries.notify_one();
+            signals.deliveries_due();
             Ok(())
         })
     }

@@ -5,7 +5,7 @@ use crate::domain::status::InteractionStatus;
 
 impl Inbox for SqliteStore {
     fn interact(&self, req: InteractRequest) -> BoxFut<'_, StoreResult<Interacted>> {
-        let hub = self.hub.clone();
+        let signals = self.signals.clone();
         Box::pin(async move {
             let fx = self
                 .write_queuing(
@@ -14,7 +14,7 @@ impl Inbox for SqliteStore {
                     |fx| fx.hot.take(),
                 )
                 .await?;
-            fx.announce.publish(&hub);
+            fx.announce.publish(signals.as_ref());
             Ok(fx.out)
         })
     }
@@ -72,7 +72,7 @@ impl Inbox for SqliteStore {
     }
 
     fn answer_interaction(&self, req: AnswerRequest) -> BoxFut<'_, StoreResult<AnswerOutcome>> {
-        let hub = self.hub.clone();
+        let signals = self.signals.clone();
         Box::pin(async move {
             let (outcome, fx) = self
                 .write_queuing(
@@ -82,7 +82,7 @@ impl Inbox for SqliteStore {
                 )
                 .await?;
             if let Some(fx) = fx {
-                fx.announce.publish(&hub);
+                fx.announce.publish(signals.as_ref());
             }
             Ok(outcome)
         })
@@ -96,7 +96,7 @@ impl Inbox for SqliteStore {
         now_ms: i64,
     ) -> BoxFut<'_, StoreResult<Interaction>> {
         let id = id.to_string();
-        let hub = self.hub.clone();
+        let signals = self.signals.clone();
         Box::pin(async move {
             let (i, announce) = self
                 .write(move |c| {
@@ -109,18 +109,18 @@ impl Inbox for SqliteStore {
                     ))
                 })
                 .await?;
-            announce.publish(&hub);
+            announce.publish(signals.as_ref());
             Ok(i)
         })
     }
 
     fn reply(&self, req: ReplyRequest) -> BoxFut<'_, StoreResult<ReplyOutcome>> {
-        let hub = self.hub.clone();
+        let signals = self.signals.clone();
         Box::pin(async move {
             let (outcome, announce) = self
                 .write(move |c| script::now(script::reply::reply(&mut Sql(c), req)))
                 .await?;
-            announce.publish(&hub);
+            announce.publish(signals.as_ref());
             Ok(outcome)
         })
     }

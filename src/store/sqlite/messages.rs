@@ -10,7 +10,7 @@ impl Conversations for SqliteStore {
         now_ms: i64,
     ) -> BoxFut<'_, StoreResult<()>> {
         let cid = conversation_id.to_string();
-        let hub = self.hub.clone();
+        let signals = self.signals.clone();
         Box::pin(async move {
             let announce = self
                 .write(move |c| {
@@ -23,7 +23,7 @@ impl Conversations for SqliteStore {
                 })
                 .await?;
             self.visitors.invalidate();
-            announce.publish(&hub);
+            announce.publish(signals.as_ref());
             Ok(())
         })
     }
@@ -34,7 +34,7 @@ impl Conversations for SqliteStore {
         event: Option<NewEvent>,
         interactions: Vec<NewInteraction>,
     ) -> BoxFut<'_, StoreResult<()>> {
-        let hub = self.hub.clone();
+        let signals = self.signals.clone();
         Box::pin(async move {
             let (announce, _) = self
                 .write_queuing(
@@ -50,7 +50,7 @@ impl Conversations for SqliteStore {
                     |t| t.1.take(),
                 )
                 .await?;
-            announce.publish(&hub);
+            announce.publish(signals.as_ref());
             Ok(())
         })
     }
@@ -145,12 +145,12 @@ impl Conversations for SqliteStore {
         data: String,
     ) -> BoxFut<'_, StoreResult<StreamEvent>> {
         let (cid, kind) = (conversation_id.to_string(), kind.to_string());
-        let hub = self.hub.clone();
+        let signals = self.signals.clone();
         Box::pin(async move {
             let e = self
                 .write(move |c| append_stream(c, &cid, &kind, data))
                 .await?;
-            hub.publish(vec![e.clone()]);
+            signals.stream(vec![e.clone()]);
             Ok(e)
         })
     }

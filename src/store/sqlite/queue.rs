@@ -224,7 +224,7 @@ impl Queue for SqliteStore {
     }
 
     fn record_attempts(&self, records: Vec<AttemptRecord>) -> BoxFut<'_, StoreResult<()>> {
-        let hub = self.hub.clone();
+        let signals = self.signals.clone();
         Box::pin(async move {
             let ids: Vec<String> = records.iter().map(|r| r.event_id.clone()).collect();
             let (promoted, retries, gone) = self
@@ -353,7 +353,7 @@ impl Queue for SqliteStore {
                 cl.offer(due);
             }
             if wake {
-                hub.new_events.notify_one();
+                signals.events_due();
             }
             Ok(())
         })
@@ -446,7 +446,7 @@ mod tests {
     async fn store_with_one_event() -> (tempfile::TempDir, SqliteStore) {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("q.db").display().to_string();
-        let store = SqliteStore::open(&path, Arc::new(Hub::new())).expect("store");
+        let store = SqliteStore::open(&path, Arc::new(crate::hub::Hub::new())).expect("store");
         let bot = Chatbot {
             id: "cb_1".into(),
             name: "Bot".into(),

@@ -313,7 +313,7 @@ pub(super) fn syncer_loop(
     wal_path: std::path::PathBuf,
     rx: crossbeam_channel::Receiver<Synced>,
     claims: &Mutex<claims::Claims>,
-    hub: &Hub,
+    signals: &dyn Signals,
 ) {
     let mut wal: Option<std::fs::File> = None;
     while let Ok(first) = rx.recv() {
@@ -352,7 +352,7 @@ pub(super) fn syncer_loop(
                 let mut hot = batches.iter_mut().flat_map(|b| b.hot.drain(..)).peekable();
                 if hot.peek().is_some() {
                     claims.lock().offer(hot);
-                    hub.new_events.notify_one();
+                    signals.events_due();
                 }
             }
         }
