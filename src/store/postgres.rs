@@ -24,6 +24,7 @@ mod fanout;
 mod inbox;
 mod interactions;
 mod lifecycle;
+pub use batch::events_only_sql as click_batch_events_sql;
 pub use lifecycle::PAGE as PURGE_PAGE;
 mod messages;
 pub mod notify;

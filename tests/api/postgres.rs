@@ -384,3 +384,57 @@ async fn a_purge_page_is_read_in_index_order_without_a_sort() {
     assert!(plan.contains("conversations_by_age_id"), "{plan}");
     assert!(!plan.contains("Sort"), "{plan}");
 }
+
+/// Whether a batch's event heads its conversation is one index probe per
+/// event, even where the statistics were taken when almost nothing was
+/// waiting (a large store analysed before a receiver went down): then a
+/// correlated `NOT EXISTS` was planned as a hash of every waiting event,
+/// read in full for each batch.
+#[actix_web::test]
+async fn a_click_batch_probes_its_conversations_heads_whatever_the_statistics() {
+    use blockhook::config::Database;
+    use sqlx::Connection;
+    let url = fresh_postgres_database().await;
+    let u = url.clone();
+    let _app = spawn_app_with(move |c| c.database = Database::Postgres(u)).await;
+    let mut conn = sqlx::PgConnection::connect(&url).await.unwrap();
+    let events = |status: &str, prefix: &str, n: i64, convs: i64| {
+        format!(
+            "INSERT INTO events (id, chatbot_id, conversation_id, type, payload, created_at, status, attempts, next_attempt_at, is_head)
+             SELECT '{prefix}' || i, 'cb_x', 'conv_{prefix}' || (i % {convs}), 'interaction.button_clicked', '\\x7b7d', 0, '{status}', 0, 0, 0
+             FROM generate_series(1, {n}) i"
+        )
+    };
+    sqlx::raw_sql(&events("succeeded", "evt_old_", 20_000, 10_000))
+        .execute(&mut conn)
+        .await
+        .unwrap();
+    sqlx::raw_sql("ANALYZE events")
+        .execute(&mut conn)
+        .await
+        .unwrap();
+    sqlx::raw_sql(&events("pending", "evt_wait_", 5_000, 50))
+        .execute(&mut conn)
+        .await
+        .unwrap();
+    let plan: Vec<String> = sqlx::query_scalar(&format!(
+        "EXPLAIN {}",
+        blockhook::store::postgres::click_batch_events_sql()
+    ))
+    .bind(vec!["evt_a", "evt_b"])
+    .bind(vec!["cb_x", "cb_x"])
+    .bind(vec!["conv_evt_wait_1", "conv_fresh"])
+    .bind(vec!["interaction.button_clicked"; 2])
+    .bind(vec![b"{}".to_vec(); 2])
+    .bind(vec![1_i64, 1])
+    .bind(vec![0_i64, 0])
+    .bind(vec![None::<String>, None])
+    .fetch_all(&mut conn)
+    .await
+    .unwrap();
+    let plan = plan.join("\n");
+    assert!(
+        plan.contains("Index Cond: (conversation_id = u.conv)"),
+        "{plan}"
+    );
+}

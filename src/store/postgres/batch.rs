@@ -49,6 +49,7 @@ use crate::store::{
 
 mod read;
 mod write;
+pub use write::events_only_sql;
 
 use write::Write;
 

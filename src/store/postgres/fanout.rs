@@ -145,14 +145,17 @@ impl Fanout for PostgresStore {
                 // one endpoint are numbered as its events are. A delivery
                 // is its pair's head when none is waiting before it (two of
                 // one pair in this statement are both marked: the claim
-                // checks the order again).
+                // checks the order again). The head check is one probe
+                // per delivery (`LATERAL … LIMIT 1`), never a hash of every
+                // waiting delivery (see `batch/write.rs`).
                 sqlx::query(
                     "INSERT INTO deliveries (event_seq, event_id, endpoint_id, chatbot_id, conversation_id, status, next_attempt_at, created_at, is_head)
                      SELECT u.seq, u.id, u.ep, u.bot, u.conv, 'pending', u.at, u.at,
-                            CASE WHEN EXISTS (SELECT 1 FROM deliveries b WHERE b.endpoint_id = u.ep AND b.conversation_id = u.conv
-                                                AND b.status IN ('pending', 'failed')) THEN 0 ELSE 1 END
+                            CASE WHEN w.busy IS NULL THEN 1 ELSE 0 END
                      FROM UNNEST($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bigint[])
                        WITH ORDINALITY AS u(seq, id, ep, bot, conv, at, ord)
+                     LEFT JOIN LATERAL (SELECT 1 AS busy FROM deliveries b WHERE b.endpoint_id = u.ep AND b.conversation_id = u.conv
+                                          AND b.status IN ('pending', 'failed') LIMIT 1) w ON true
                      WHERE EXISTS (SELECT 1 FROM endpoints p WHERE p.id = u.ep)
                        AND EXISTS (SELECT 1 FROM events e WHERE e.seq = u.seq)
                      ORDER BY u.ord

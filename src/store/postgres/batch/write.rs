@@ -226,6 +226,13 @@ fn parse(rows: &[PgRow]) -> StoreResult<Written> {
 /// messages (2), events (8, always), stream entries (2). It returns the
 /// head events (sequence number, id, lease) and the stream entries'
 /// sequence numbers (id and lease NULL).
+///
+/// Whether an event heads its conversation is one probe of
+/// `events_active_by_conversation` per event (a `LATERAL` subquery with
+/// `LIMIT 1`), whatever the statistics say: a correlated `NOT EXISTS` let
+/// the planner read every waiting event into a hash instead, which its
+/// statistics of a large store (few waiting events when last analysed)
+/// made look cheap — 72 ms per batch with 75,000 waiting.
 fn write_sql(answering: bool, changing: bool, streaming: bool, args: Vec<String>) -> String {
     let mut args = args.into_iter();
     let mut p = |k: usize| -> Vec<String> { args.by_ref().take(k).collect() };
@@ -260,12 +267,12 @@ fn write_sql(answering: bool, changing: bool, streaming: bool, args: Vec<String>
              CASE WHEN head = 1 THEN lease ELSE 0 END, trace,
              CASE WHEN EXISTS (SELECT 1 FROM endpoints WHERE chatbot_id = bot AND is_default = 0) THEN 0 ELSE 1 END
            FROM (SELECT u.*,
-               CASE WHEN row_number() OVER (PARTITION BY conv ORDER BY ord) = 1
-                      AND NOT EXISTS (SELECT 1 FROM events x WHERE x.conversation_id = u.conv
-                                      AND x.status IN ('pending', 'failed'))
+               CASE WHEN row_number() OVER (PARTITION BY u.conv ORDER BY u.ord) = 1 AND w.busy IS NULL
                     THEN 1 ELSE 0 END AS head
              FROM UNNEST({}::text[], {}::text[], {}::text[], {}::text[], {}::bytea[], {}::bigint[], {}::bigint[], {}::text[])
-               WITH ORDINALITY AS u(id, bot, conv, type, payload, created, lease, trace, ord)) s
+               WITH ORDINALITY AS u(id, bot, conv, type, payload, created, lease, trace, ord)
+             LEFT JOIN LATERAL (SELECT 1 AS busy FROM events x WHERE x.conversation_id = u.conv
+                                AND x.status IN ('pending', 'failed') LIMIT 1) w ON true) s
            ORDER BY ord
            RETURNING seq, id, is_head, leased_until)",
         v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7]
@@ -286,6 +293,17 @@ fn write_sql(answering: bool, changing: bool, streaming: bool, args: Vec<String>
     };
     format!("WITH {}\n         {last}", parts.join(", "))
 }
+/// The statement of a batch that only inserts events, its arrays `$1`–`$8`
+/// (for plan checks).
+pub fn events_only_sql() -> String {
+    write_sql(
+        false,
+        false,
+        false,
+        (1..=8).map(|k| format!("${k}")).collect(),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::write_sql;
