@@ -11,6 +11,11 @@ use crate::helpers::spawn_app;
 /// visitor's browser applies them.
 const STYLES: &str = r#"(() => {
   const root = document.querySelector('[data-blockhook-launcher]').shadowRoot;
+  // Styles as they settle: a colour still in its 0.12 s transition (the
+  // send button turning on as the panel opens) is not the widget's style.
+  for (const a of [...document.getAnimations(), ...root.getAnimations()]) {
+    try { a.finish(); } catch (_) { /* an endless animation keeps running */ }
+  }
   const props = ['display', 'position', 'width', 'height', 'font-size', 'font-family', 'color',
     'background-color', 'border-top-width', 'border-top-left-radius', 'padding-top', 'visibility'];
   const out = {};
