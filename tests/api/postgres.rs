@@ -352,18 +352,25 @@ async fn a_burst_over_many_conversations_is_recorded_in_order() {
     );
 }
 
+/// A server on a fresh database (its migrations run), and a connection of
+/// the test's own to that database.
+async fn migrated_database() -> (TestApp, sqlx::PgConnection) {
+    use blockhook::config::Database;
+    use sqlx::Connection;
+    let url = fresh_postgres_database().await;
+    let u = url.clone();
+    let app = spawn_app_with(move |c| c.database = Database::Postgres(u)).await;
+    let conn = sqlx::PgConnection::connect(&url).await.unwrap();
+    (app, conn)
+}
+
 /// A page of the retention purge is read from the index where the last
 /// page ended (`conversations_by_age_id`), never by sorting every
 /// conversation that shares a `created_at`. Sequential scans are turned
 /// off so that the small table of a test plans as a large one would.
 #[actix_web::test]
 async fn a_purge_page_is_read_in_index_order_without_a_sort() {
-    use blockhook::config::Database;
-    use sqlx::Connection;
-    let url = fresh_postgres_database().await;
-    let u = url.clone();
-    let _app = spawn_app_with(move |c| c.database = Database::Postgres(u)).await;
-    let mut conn = sqlx::PgConnection::connect(&url).await.unwrap();
+    let (_app, mut conn) = migrated_database().await;
     sqlx::query("SET enable_seqscan = off")
         .execute(&mut conn)
         .await
@@ -392,12 +399,7 @@ async fn a_purge_page_is_read_in_index_order_without_a_sort() {
 /// read in full for each batch.
 #[actix_web::test]
 async fn a_click_batch_probes_its_conversations_heads_whatever_the_statistics() {
-    use blockhook::config::Database;
-    use sqlx::Connection;
-    let url = fresh_postgres_database().await;
-    let u = url.clone();
-    let _app = spawn_app_with(move |c| c.database = Database::Postgres(u)).await;
-    let mut conn = sqlx::PgConnection::connect(&url).await.unwrap();
+    let (_app, mut conn) = migrated_database().await;
     let events = |status: &str, prefix: &str, n: i64, convs: i64| {
         format!(
             "INSERT INTO events (id, chatbot_id, conversation_id, type, payload, created_at, status, attempts, next_attempt_at, is_head)
