@@ -24,6 +24,8 @@ export class Deliveries {
     this.selected = null;
     this.cursor = null;
     this.paged = false;
+    /** The newest load's number: an older answer that arrives later is dropped. */
+    this.seq = 0;
     this.narrow = window.matchMedia(NARROW);
     els.more.addEventListener("click", () => this.load(false));
     els.status.addEventListener("change", () => this.load(true));
@@ -58,7 +60,9 @@ export class Deliveries {
     const id = this.els.search.value.trim();
     if (id) q.set("event_id", id);
     if (!reset && this.cursor) q.set("cursor", this.cursor);
+    const seq = ++this.seq;
     const r = await api("GET", `/api/v1/events?${q}`);
+    if (seq !== this.seq) return null;
     if (!r.ok) {
       this.els.error.textContent = problem(r);
       return null;

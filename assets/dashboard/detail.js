@@ -41,6 +41,8 @@ export class Detail {
     this.endpoints = new Map();
     /** The last "Redeliver to this endpoint" answer per event and endpoint. */
     this.redelivered = new Map();
+    /** The newest load's number: an older answer that arrives later is dropped. */
+    this.seq = 0;
     this.hint();
   }
 
@@ -81,6 +83,8 @@ export class Detail {
     this.redelivered.set(`${id} ${endpoint}`, shown);
     note.className = shown.class;
     note.textContent = shown.text;
+    // The pane was drawn again while the request was out: draw it with the answer.
+    if (!note.isConnected && this.id === id) this.refresh();
     if (r.ok) setTimeout(() => this.id === id && this.refresh(), 1500);
     this.onChange();
   }
@@ -93,8 +97,9 @@ export class Detail {
 
   async show(id) {
     this.id = id;
+    const seq = ++this.seq;
     const r = await api("GET", `/api/v1/events/${encodeURIComponent(id)}`);
-    if (this.id !== id) return;
+    if (this.id !== id || seq !== this.seq) return;
     if (!r.ok) {
       this.el.replaceChildren(h("p", { class: "error" }, problem(r)));
       return;
@@ -138,6 +143,7 @@ export class Detail {
     this.sent.set(id, shown);
     note.className = shown.class;
     note.textContent = shown.text;
+    if (!note.isConnected && this.id === id) this.refresh();
     this.onChange();
   }
 }

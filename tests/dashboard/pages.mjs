@@ -26,7 +26,16 @@ const AXE = readFileSync(createRequire(import.meta.url).resolve("axe-core/axe.mi
 /** axe-core's violations in `target` (a page or a frame), shadow roots included. */
 async function axe(target, include) {
   await target.evaluate(AXE);
-  const r = await target.evaluate((inc) => window.axe.run(inc ? { include: [inc] } : document, { resultTypes: ["violations"] }), include || null);
+  const run = () => target.evaluate((inc) => window.axe.run(inc ? { include: [inc] } : document, { resultTypes: ["violations"] }), include || null);
+  let r;
+  try {
+    r = await run();
+  } catch (e) {
+    // The pages redraw on their own (live updates, polling): a node axe was
+    // looking at can leave the document mid-run. Once more, then it fails.
+    process.stderr.write(`axe-core run failed, once more: ${e}\n`);
+    r = await run();
+  }
   return r.violations.map((v) => ({ id: v.id, impact: v.impact, nodes: v.nodes.map((n) => n.target.join(" ")).slice(0, 5) }));
 }
 
