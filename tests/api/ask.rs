@@ -2,6 +2,6 @@
 //! (`blockhook mcp` driven by an independent client), and with an attachment.
 
 mod attachments;
-mod mcp;
+pub mod mcp;
 mod nowait;
 mod tasks;

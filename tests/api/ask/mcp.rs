@@ -10,7 +10,7 @@ use crate::helpers::*;
 
 /// Starts the Python client, which starts `blockhook mcp` with this
 /// environment. A missing `python3` or `mcp` package fails the test.
-fn client(
+pub fn client(
     url: &str,
     key: &str,
     conversation: Option<&str>,
@@ -38,7 +38,7 @@ fn client(
 }
 
 /// The client's report once it is done.
-async fn report(child: tokio::process::Child) -> Value {
+pub async fn report(child: tokio::process::Child) -> Value {
     let out = tokio::time::timeout(Duration::from_secs(120), child.wait_with_output())
         .await
         .expect("the MCP client finishes")
@@ -57,7 +57,7 @@ async fn call(app: &TestApp, key: &str, conv: Option<&str>, tool: &str, args: Va
 }
 
 /// The tool result's structured content, checked against its JSON text.
-fn structured(report: &Value) -> &Value {
+pub fn structured(report: &Value) -> &Value {
     let r = &report["result"];
     let text = r["content"][0]["text"].as_str().expect("a text content");
     assert_eq!(

@@ -1,6 +1,6 @@
 //! Shutdown (§15): SIGTERM ends a held ask with `pending` and its id, the
-//! question outlives the restart and `blockhook ask` re-attaches to get its
-//! answer; SIGTERM during a click load loses no accepted click; SIGINT
+//! question outlives the restart and `blockhook ask` and the MCP `ask`
+//! tool re-attach to get its answer; SIGTERM during a click load loses no accepted click; SIGINT
 //! (Ctrl-C) shuts down the same way, ending open streams too.
 
 use std::collections::HashSet;
@@ -79,8 +79,19 @@ async fn sigterm_ends_a_held_ask_with_pending_and_the_cli_reattaches() {
         .kill_on_drop(true)
         .spawn()
         .expect("blockhook ask");
+    // … and the MCP `ask` tool, driven by the official MCP Python SDK.
+    let mcp_conv = app.create_conv(&bot).await;
+    let mcp = crate::ask::mcp::client(
+        &app.address,
+        &bot.api_key,
+        None,
+        "initialize",
+        "ask",
+        json!({"conversation_id": mcp_conv.id, "message": "Roll back?", "timeout": "10m"}),
+    );
     let held_id = pending_in(&app, &bot.api_key, &held_conv.id).await;
     let cli_id = pending_in(&app, &bot.api_key, &cli_conv.id).await;
+    let mcp_id = pending_in(&app, &bot.api_key, &mcp_conv.id).await;
 
     server.signal(libc::SIGTERM);
     let text = tokio::time::timeout(Duration::from_secs(15), held)
@@ -96,7 +107,7 @@ async fn sigterm_ends_a_held_ask_with_pending_and_the_cli_reattaches() {
 
     // Restarted: both questions are still pending and answerable.
     let _server = start(&app, None, &[]).await;
-    for id in [&held_id, &cli_id] {
+    for id in [&held_id, &cli_id, &mcp_id] {
         let i: Value = app.get(&format!("/api/v1/interactions/{id}"), &bot.api_key).await.json().await.expect("json");
         assert_eq!(i["status"], "pending", "{i}");
     }
@@ -118,6 +129,7 @@ async fn sigterm_ends_a_held_ask_with_pending_and_the_cli_reattaches() {
     };
     answer_it(held_id.clone(), json!({"type": "confirmation", "confirmed": true})).await;
     answer_it(cli_id.clone(), json!({"type": "choice", "option_ids": ["us"]})).await;
+    answer_it(mcp_id.clone(), json!({"type": "confirmation", "confirmed": false})).await;
     let r: Value = app
         .get(&format!("/api/v1/interactions/{held_id}/answer?wait=5"), &bot.api_key)
         .await
@@ -133,6 +145,15 @@ async fn sigterm_ends_a_held_ask_with_pending_and_the_cli_reattaches() {
         .expect("output");
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(String::from_utf8_lossy(&out.stdout), "us\n");
+
+    // The MCP tool call was never ended by the shutdown: it kept polling
+    // through the restart and returns the answer, not a tool error.
+    let r = crate::ask::mcp::report(mcp).await;
+    assert_eq!(r["result"]["isError"], false, "{r}");
+    assert_eq!(
+        crate::ask::mcp::structured(&r),
+        &json!({"answer": "declined"})
+    );
 }
 }
 
