@@ -498,4 +498,6 @@ pub fn after_replace(
 }
 
 #[cfg(test)]
+mod answer_tests;
+#[cfg(test)]
 pub(crate) mod tests;
