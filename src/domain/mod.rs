@@ -12,6 +12,7 @@ pub mod inbox;
 pub mod interact;
 pub mod model;
 pub mod origins;
+pub mod reply;
 pub mod status;
 pub mod text;
 pub mod time;

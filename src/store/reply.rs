@@ -3,8 +3,6 @@
 
 use serde_json::Value;
 
-use super::{StoreError, StoreResult};
-use crate::domain::error::Rejection;
 use crate::domain::model::Message;
 
 /// One use of a `response_url`, applied atomically with its use count.
@@ -44,30 +42,4 @@ pub enum ReplyOutcome {
     /// The idempotency key was used before: the first result.
     Repeated(Value),
     UsedUp,
-}
-
-/// The key under which a response_url's first result keeps the hash of its
-/// request body (in the same stored text, so no column is needed).
-const REQUEST_HASH: &str = "request_hash";
-
-/// The text stored for a response_url's `Idempotency-Key`: the first result
-/// and the hash of the body that got it.
-pub fn reply_record(result: &Value, body_hash: &str) -> String {
-    let mut v = result.clone();
-    if let Value::Object(m) = &mut v {
-        m.insert(REQUEST_HASH.into(), Value::String(body_hash.into()));
-    }
-    v.to_string()
-}
-
-/// A retried response_url POST with a key seen before: the first result
-/// for the same body, 409 `idempotency_key_conflict` for another.
-pub fn repeated_reply(stored: &str, body_hash: &str) -> StoreResult<ReplyOutcome> {
-    let mut v: Value =
-        serde_json::from_str(stored).map_err(|e| StoreError::Backend(e.to_string()))?;
-    let hash = v.as_object_mut().and_then(|m| m.remove(REQUEST_HASH));
-    if hash.is_some_and(|h| h != body_hash) {
-        return Err(StoreError::Rejected(Rejection::IdempotencyConflict));
-    }
-    Ok(ReplyOutcome::Repeated(v))
 }

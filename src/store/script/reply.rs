@@ -2,18 +2,25 @@
 //! its uses, kept under its `Idempotency-Key`.
 
 use super::{Announce, Tx, inbox};
+use crate::domain::reply::{Gate, gate, record};
 use crate::domain::time::rfc3339;
-use crate::store::{Reply, ReplyOutcome, ReplyRequest, StoreResult, repeated_reply, reply_record};
+use crate::store::{Reply, ReplyOutcome, ReplyRequest, StoreError, StoreResult};
 
 pub async fn reply<T: Tx>(tx: &mut T, req: ReplyRequest) -> StoreResult<(ReplyOutcome, Announce)> {
     let uses = tx.reply_uses(&req.event_id).await?;
-    if let Some(key) = &req.idempotency_key
-        && let Some(prior) = tx.reply_record(&req.event_id, key).await?
-    {
-        return Ok((repeated_reply(&prior, &req.body_hash)?, Announce::default()));
-    }
-    if uses >= i64::from(req.max_uses) {
-        return Ok((ReplyOutcome::UsedUp, Announce::default()));
+    let kept = match &req.idempotency_key {
+        Some(key) => match tx.reply_record(&req.event_id, key).await? {
+            Some(text) => {
+                Some(serde_json::from_str(&text).map_err(|e| StoreError::Backend(e.to_string()))?)
+            }
+            None => None,
+        },
+        None => None,
+    };
+    match gate(uses, req.max_uses, kept, &req.body_hash)? {
+        Gate::Apply => {}
+        Gate::Repeat(first) => return Ok((ReplyOutcome::Repeated(first), Announce::default())),
+        Gate::UsedUp => return Ok((ReplyOutcome::UsedUp, Announce::default())),
     }
     let window = req.interactive_window_ms;
     let (msg, kind, data, deleted) = match req.reply {
@@ -53,7 +60,7 @@ pub async fn reply<T: Tx>(tx: &mut T, req: ReplyRequest) -> StoreResult<(ReplyOu
     tx.count_reply_use(&req.event_id).await?;
     let result = serde_json::json!({ "message": msg });
     if let Some(key) = &req.idempotency_key {
-        tx.put_reply_record(&req.event_id, key, &reply_record(&result, &req.body_hash))
+        tx.put_reply_record(&req.event_id, key, &record(&result, &req.body_hash))
             .await?;
     }
     Ok((ReplyOutcome::Applied(result), announce))
