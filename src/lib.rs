@@ -7,7 +7,6 @@ pub mod cli;
 pub mod config;
 pub mod delivery;
 pub mod domain;
-pub mod error;
 pub mod http;
 pub mod hub;
 pub mod lifecycle;

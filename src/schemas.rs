@@ -7,7 +7,7 @@ use std::sync::OnceLock;
 use jsonschema::{Resource, Validator, error::ValidationErrorKind};
 use serde_json::Value;
 
-use crate::error::FieldError;
+use crate::domain::error::FieldError;
 
 /// Every schema file, by name, as shipped in `schemas/`.
 pub const FILES: &[(&str, &str)] = &[

@@ -4,8 +4,9 @@
 use std::time::Duration;
 
 use blockhook::domain::blocks::{Bound, Field, FieldKind, SelectOption};
+use blockhook::domain::error::Rejection;
 use blockhook::domain::{duration, values};
-use blockhook::error::ApiError;
+use blockhook::usecase::error::AppError;
 use proptest::prelude::*;
 use serde_json::{Map, Value, json};
 
@@ -137,7 +138,7 @@ proptest! {
                     prop_assert_eq!(ids.len(), n, "block ids are unique");
                 }
             }
-            Err(ApiError::Validation(errs)) => {
+            Err(AppError::Rejected(Rejection::Invalid(errs))) => {
                 prop_assert!(!errs.is_empty());
                 for e in &errs {
                     prop_assert!(e.field.is_empty() || e.field.starts_with('/'), "{}", e.field);

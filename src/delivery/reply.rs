@@ -3,8 +3,9 @@
 
 use serde_json::Value;
 
-use crate::error::ApiError;
+use crate::domain::error::Rejection;
 use crate::usecase::Services;
+use crate::usecase::error::AppError;
 
 /// The keys that make a JSON answer a reply.
 const REPLY_KEYS: [&str; 5] = [
@@ -45,9 +46,9 @@ pub async fn apply(st: &Services, payload: &[u8], body: &[u8]) -> Option<String>
     }
 }
 
-fn detail(e: &ApiError) -> String {
+fn detail(e: &AppError) -> String {
     match e {
-        ApiError::Validation(errs) => errs
+        AppError::Rejected(Rejection::Invalid(errs)) => errs
             .iter()
             .map(|f| format!("{} {}", f.field, f.code))
             .collect::<Vec<_>>()

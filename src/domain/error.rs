@@ -1,5 +1,5 @@
-//! What the domain refuses, knowing nothing of HTTP: `error.rs` maps each
-//! [`Rejection`] to its problem+json answer in one place.
+//! What the domain refuses, with its stable code and knowing nothing of
+//! HTTP: `http::error` gives each [`Rejection`] its status, in one place.
 
 use serde::Serialize;
 
@@ -64,5 +64,35 @@ impl Rejection {
     /// One bad field.
     pub fn field(field: impl Into<String>, code: &'static str, message: impl Into<String>) -> Self {
         Rejection::Invalid(vec![FieldError::new(field, code, message)])
+    }
+
+    /// The stable code a client reads (`block_disabled`, …).
+    pub fn code(&self) -> &'static str {
+        match self {
+            Rejection::Invalid(_) => "validation_failed",
+            Rejection::NotFound => "not_found",
+            Rejection::BlockDisabled => "block_disabled",
+            Rejection::Closed(_) => "interaction_closed",
+            Rejection::LinkButton => "link_button",
+            Rejection::NotPending => "interaction_not_pending",
+            Rejection::TypeMismatch(_) => "interaction_type_mismatch",
+            Rejection::IdempotencyConflict => "idempotency_key_conflict",
+            Rejection::DialogPending { .. } => "dialog_pending",
+        }
+    }
+
+    /// A short title for people.
+    pub fn title(&self) -> &'static str {
+        match self {
+            Rejection::Invalid(_) => "Validation failed",
+            Rejection::NotFound => "Not found",
+            Rejection::BlockDisabled => "Block disabled",
+            Rejection::Closed(_) => "Interaction closed",
+            Rejection::LinkButton => "Link button",
+            Rejection::NotPending => "Interaction not pending",
+            Rejection::TypeMismatch(_) => "Interaction type mismatch",
+            Rejection::IdempotencyConflict => "Idempotency key conflict",
+            Rejection::DialogPending { .. } => "Dialog pending",
+        }
     }
 }

@@ -11,7 +11,7 @@ use crate::domain::endpoints::default_endpoint_id;
 use crate::domain::ids::{hash_secret, new_id, new_secret};
 use crate::domain::model::Chatbot;
 use crate::domain::origins::AllowedOrigins;
-use crate::error::{ApiError, ApiResult, FieldError};
+use crate::http::error::{ApiError, ApiResult, FieldError};
 use crate::usecase::endpoints::{new_signing_secret, url_refusal};
 
 pub fn routes(cfg: &mut utoipa_actix_web::service_config::ServiceConfig) {
@@ -226,5 +226,5 @@ async fn rotate_secret(
 /// A new signing secret for chatbot `id` (its default endpoint's); the
 /// old one signs too for 24 h.
 pub async fn rotate(st: &AppState, id: &str) -> ApiResult<String> {
-    crate::usecase::endpoints::rotate(st, id, &default_endpoint_id(id)).await
+    Ok(crate::usecase::endpoints::rotate(st, id, &default_endpoint_id(id)).await?)
 }

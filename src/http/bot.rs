@@ -7,7 +7,7 @@ use super::check::{Check, Need};
 use super::extract::{Bot, JsonBody, PageQuery, sealed_page};
 use super::{AppState, views};
 use crate::domain::model::{Author, Conversation, Person};
-use crate::error::{ApiError, ApiResult};
+use crate::http::error::{ApiError, ApiResult};
 use crate::schemas::Schemas;
 use crate::usecase::content::{new_message, parse_content};
 

@@ -6,7 +6,7 @@
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
-use crate::error::{ApiError, FieldError};
+use crate::http::error::{ApiError, FieldError};
 
 /// The key checks of one JSON object body.
 pub struct Check<'a> {

@@ -13,7 +13,7 @@ use super::{AppState, views};
 use crate::domain::ids::{hash_secret, new_id, new_secret};
 use crate::domain::model::{Conversation, Person};
 use crate::domain::time::rfc3339;
-use crate::error::{ApiError, ApiResult};
+use crate::http::error::{ApiError, ApiResult};
 
 pub fn routes(cfg: &mut utoipa_actix_web::service_config::ServiceConfig) {
     cfg.service(start).service(list);

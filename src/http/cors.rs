@@ -12,7 +12,7 @@ use actix_web::http::{Method, StatusCode};
 use actix_web::middleware::Next;
 use actix_web::{Error, HttpResponse};
 
-use crate::error::OriginRefused;
+use crate::http::error::OriginRefused;
 
 pub const WIDGET_PREFIX: &str = "/widget/v1/";
 /// What the widget sends besides the CORS-safelisted headers.

@@ -11,7 +11,7 @@ use utoipa::ToSchema;
 
 use super::extract::{Bot, JsonBody, PageQuery, sealed_page};
 use super::{AppState, views};
-use crate::error::ApiResult;
+use crate::http::error::ApiResult;
 use crate::usecase::endpoints as uc;
 
 pub fn routes(cfg: &mut utoipa_actix_web::service_config::ServiceConfig) {

@@ -12,7 +12,7 @@ use crate::domain::endpoints::default_endpoint_id;
 use crate::domain::ids::new_id;
 use crate::domain::status::EventStatus;
 use crate::domain::time::{parse_rfc3339, rfc3339};
-use crate::error::{ApiError, ApiResult, FieldError};
+use crate::http::error::{ApiError, ApiResult, FieldError};
 use crate::store::{AttemptRow, EndpointSel, EventFilter, EventSummary, NewEvent};
 
 pub fn routes(cfg: &mut utoipa_actix_web::service_config::ServiceConfig) {

@@ -13,7 +13,7 @@ use super::AppState;
 use crate::domain::ids::hash_secret;
 use crate::domain::model::{Chatbot, Conversation};
 use crate::domain::origins::AllowedOrigins;
-use crate::error::ApiError;
+use crate::http::error::ApiError;
 
 pub const WIDGET_LIMIT: usize = 64 * 1024;
 pub const API_LIMIT: usize = 1024 * 1024;
@@ -166,7 +166,7 @@ pub fn nul_in_url(req: &actix_web::dev::ServiceRequest) -> Option<ApiError> {
         .map(|(k, _)| {
             let mut pointer = String::from("/");
             pointer.push_str(&k.replace('\0', "\\u0000"));
-            crate::error::FieldError::new(
+            crate::http::error::FieldError::new(
                 pointer,
                 "invalid_text",
                 "text must not contain the NUL character (U+0000)",

@@ -6,7 +6,7 @@ use std::net::IpAddr;
 use actix_web::HttpRequest;
 
 use super::AppState;
-use crate::error::ApiError;
+use crate::http::error::ApiError;
 use crate::limits::StreamSlot;
 
 /// How long a refused stream is told to wait (a place frees when another

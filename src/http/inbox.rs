@@ -14,7 +14,7 @@ use super::{AppState, views};
 use crate::domain::ids::{hash_secret, new_id};
 use crate::domain::model::Person;
 use crate::domain::status::InteractionStatus;
-use crate::error::{ApiError, ApiResult};
+use crate::http::error::{ApiError, ApiResult};
 use crate::hub::ApiEvent;
 use crate::store::{AnswerOutcome, AnswerRequest, InteractionFilter};
 

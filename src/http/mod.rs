@@ -10,6 +10,7 @@ pub mod conns;
 pub mod conversations;
 pub mod cors;
 pub mod endpoints;
+pub mod error;
 pub mod events;
 pub mod extract;
 pub mod guard;
@@ -81,11 +82,11 @@ pub fn app(
     let api = web::Data::new(OpenApiDoc(openapi::complete(api)));
     app.app_data(api)
         .app_data(web::QueryConfig::default().error_handler(|e, _| {
-            crate::error::ApiError::field("", "invalid_query", e.to_string()).into()
+            crate::http::error::ApiError::field("", "invalid_query", e.to_string()).into()
         }))
         .app_data(
             web::PathConfig::default()
-                .error_handler(|_, _| crate::error::ApiError::not_found().into()),
+                .error_handler(|_, _| crate::http::error::ApiError::not_found().into()),
         )
         .route("/openapi.json", web::get().to(ops::openapi_json))
         .default_service(web::to(ops::not_found))

@@ -98,7 +98,7 @@ const SCHEMA_BASE: &str = "https://blockhook.dev/schemas/";
 
 /// Completes the generated document (see the module's doc).
 pub fn complete(mut api: utoipa::openapi::OpenApi) -> Value {
-    add_schema::<crate::error::Problem>(&mut api);
+    add_schema::<crate::http::error::Problem>(&mut api);
     let mut doc = serde_json::to_value(api).unwrap_or_else(|_| json!({}));
     doc["openapi"] = json!("3.1.0");
     doc["info"] = json!({

@@ -4,7 +4,7 @@ use actix_web::{HttpRequest, HttpResponse, get, web};
 use serde_json::json;
 
 use super::{AppState, views};
-use crate::error::ApiError;
+use crate::http::error::ApiError;
 
 pub fn routes(cfg: &mut utoipa_actix_web::service_config::ServiceConfig) {
     cfg.service(healthz).service(readyz).service(metrics_text);
@@ -20,7 +20,7 @@ async fn healthz() -> HttpResponse {
 /// The store answers: 503 `store_unavailable` (problem JSON, with
 /// `Retry-After`) while it does not, answered at once while the store's
 /// circuit is open.
-#[utoipa::path(tag = "ops", responses((status = 200, description = "ready", body = views::Status), (status = 503, description = "the store does not answer", content_type = "application/problem+json", body = crate::error::Problem)))]
+#[utoipa::path(tag = "ops", responses((status = 200, description = "ready", body = views::Status), (status = 503, description = "the store does not answer", content_type = "application/problem+json", body = crate::http::error::Problem)))]
 #[get("/readyz")]
 async fn readyz(st: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
     match st.store.queue_stats().await {

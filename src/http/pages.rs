@@ -7,7 +7,7 @@ use actix_web::http::header;
 use actix_web::{HttpRequest, HttpResponse, guard, web};
 
 use super::assets;
-use crate::error::ApiError;
+use crate::http::error::ApiError;
 
 /// The pages themselves; their scripts and styles are under `/assets/`.
 const PAGES: &[(&str, &str)] = &[

@@ -20,7 +20,7 @@ use crate::domain::model::Chatbot;
 use crate::domain::origins::AllowedOrigins;
 use crate::domain::time::rfc3339;
 use crate::domain::token::portal::{PortalGrant, PortalKind};
-use crate::error::{ApiError, ApiResult, FieldError};
+use crate::http::error::{ApiError, ApiResult, FieldError};
 
 pub const TTL_MIN: Duration = Duration::from_secs(60);
 pub const TTL_MAX: Duration = Duration::from_secs(7 * 86400);

@@ -9,7 +9,7 @@ use actix_web::{HttpRequest, HttpResponse, post, web};
 
 use super::extract::JsonBody;
 use super::{AppState, views};
-use crate::error::{ApiError, ApiResult};
+use crate::http::error::{ApiError, ApiResult};
 
 pub use crate::usecase::reply::{MAX_USES, apply_reply, response_url};
 pub use crate::usecase::typing::{start_typing, stop_typing_if_shown};

@@ -13,7 +13,7 @@ use utoipa::ToSchema;
 use super::extract::Bot;
 use super::{AppState, views};
 use crate::delivery::manual::{Sent, send_now};
-use crate::error::ApiResult;
+use crate::http::error::ApiResult;
 use crate::store::EndpointSel;
 
 pub fn routes(cfg: &mut utoipa_actix_web::service_config::ServiceConfig) {

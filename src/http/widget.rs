@@ -12,7 +12,7 @@ use crate::domain::ids::new_id;
 use crate::domain::interact::{Action, Context, closure_reason, present};
 use crate::domain::model::{Author, Conversation, Message};
 use crate::domain::time::rfc3339;
-use crate::error::{ApiError, ApiResult};
+use crate::http::error::{ApiError, ApiResult};
 use crate::store::{InteractRequest, NewEvent};
 use crate::usecase::content::{Content, new_message};
 

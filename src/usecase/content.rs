@@ -4,11 +4,12 @@
 use serde::Deserialize;
 use serde_json::Value;
 
+use super::error::AppError;
 use crate::domain::blocks::{self, Block};
+use crate::domain::error::FieldError;
 use crate::domain::ids::new_id;
 use crate::domain::model::{Author, Message};
 use crate::domain::time::rfc3339;
-use crate::error::{ApiError, FieldError};
 
 /// The parts of a message a body may set.
 pub struct Content {
@@ -41,22 +42,22 @@ struct Body {
 pub fn parse_content(
     body: &Value,
     schema: &jsonschema::Validator,
-) -> Result<(Content, Placement), ApiError> {
+) -> Result<(Content, Placement), AppError> {
     let errors = crate::schemas::check(schema, body);
     if !errors.is_empty() {
-        return Err(ApiError::Validation(errors));
+        return Err(AppError::invalid(errors));
     }
     // The schema describes every key, so what it let through reads; a
     // block it could not describe fully is refused with the pointer of the
     // blocks.
     let body: Body = Body::deserialize(body).map_err(|e| {
-        ApiError::Validation(vec![FieldError::new("/blocks", "invalid", e.to_string())])
+        AppError::invalid(vec![FieldError::new("/blocks", "invalid", e.to_string())])
     })?;
     let mut blocks = body.blocks;
     if let Some(b) = &mut blocks {
         let errs = blocks::normalize_and_check(b, "/blocks");
         if !errs.is_empty() {
-            return Err(ApiError::Validation(errs));
+            return Err(AppError::invalid(errs));
         }
     }
     Ok((

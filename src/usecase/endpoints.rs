@@ -3,15 +3,14 @@
 //! default endpoint is the chatbot's `webhook_url`: the same rules, kept in
 //! the chatbot's row.
 
-use actix_web::http::StatusCode;
 use serde_json::Value;
 
 use super::Services;
+use super::error::{AppError, AppResult};
 use crate::delivery::ssrf;
 use crate::domain::endpoints::{Endpoint, default_endpoint_id, parse_change};
 use crate::domain::error::FieldError;
 use crate::domain::ids::{new_id, random_bytes};
-use crate::error::{ApiError, ApiResult};
 
 /// How long a replaced signing secret keeps signing (§1).
 pub const SECRET_GRACE_MS: i64 = 24 * 3600 * 1000;
@@ -49,7 +48,7 @@ async fn checked(
     st: &Services,
     body: &Value,
     creating: bool,
-) -> ApiResult<crate::domain::endpoints::EndpointChange> {
+) -> AppResult<crate::domain::endpoints::EndpointChange> {
     let parsed = parse_change(body, creating);
     let mut errors = match &parsed {
         Ok(_) => Vec::new(),
@@ -63,13 +62,13 @@ async fn checked(
     }
     match parsed {
         Ok(change) if errors.is_empty() => Ok(change),
-        _ => Err(ApiError::Validation(errors)),
+        _ => Err(AppError::invalid(errors)),
     }
 }
 
 /// `POST /api/v1/endpoints`: a new endpoint of the chatbot, with its own
 /// secret.
-pub async fn create(st: &Services, chatbot_id: &str, body: &Value) -> ApiResult<Endpoint> {
+pub async fn create(st: &Services, chatbot_id: &str, body: &Value) -> AppResult<Endpoint> {
     let change = checked(st, body, true).await?;
     let ep = Endpoint::new(
         new_id("ep"),
@@ -89,7 +88,7 @@ pub async fn update(
     chatbot_id: &str,
     id: &str,
     body: &Value,
-) -> ApiResult<Endpoint> {
+) -> AppResult<Endpoint> {
     let mut ep = st.store.get_endpoint(chatbot_id, id).await?;
     let change = checked(st, body, false).await?;
     ep.apply(change, st.now_ms());
@@ -98,14 +97,9 @@ pub async fn update(
 }
 
 /// `DELETE /api/v1/endpoints/{id}`: never the default (409).
-pub async fn delete(st: &Services, chatbot_id: &str, id: &str) -> ApiResult<()> {
+pub async fn delete(st: &Services, chatbot_id: &str, id: &str) -> AppResult<()> {
     if id == default_endpoint_id(chatbot_id) {
-        return Err(ApiError::new(
-            StatusCode::CONFLICT,
-            "default_endpoint",
-            "Default endpoint",
-            "the default endpoint is the chatbot's webhook_url and is never deleted; change its url or pause it instead",
-        ));
+        return Err(AppError::DefaultEndpoint);
     }
     st.store.delete_endpoint(chatbot_id, id).await?;
     Ok(())
@@ -113,7 +107,7 @@ pub async fn delete(st: &Services, chatbot_id: &str, id: &str) -> ApiResult<()> 
 
 /// A new signing secret for an endpoint (the default's is its chatbot's);
 /// the one it replaces signs too for 24 h.
-pub async fn rotate(st: &Services, chatbot_id: &str, id: &str) -> ApiResult<String> {
+pub async fn rotate(st: &Services, chatbot_id: &str, id: &str) -> AppResult<String> {
     let secret = new_signing_secret();
     let until = st.now_ms() + SECRET_GRACE_MS;
     st.store

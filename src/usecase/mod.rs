@@ -4,6 +4,7 @@
 
 pub mod content;
 pub mod endpoints;
+pub mod error;
 pub mod reply;
 pub mod typing;
 

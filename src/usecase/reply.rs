@@ -5,9 +5,9 @@ use serde_json::Value;
 
 use super::Services;
 use super::content::{new_message, parse_content};
+use super::error::{AppError, AppResult};
 use crate::domain::model::Author;
 use crate::domain::token::{Grant, GrantRef};
-use crate::error::{ApiError, ApiResult};
 use crate::schemas::Schemas;
 use crate::store::{Reply, ReplyOutcome, ReplyRequest, StoreError};
 
@@ -43,19 +43,19 @@ pub fn response_url(
 
 /// Decides what a reply body asks for, checking it as a new message's body
 /// would be checked. Nothing is stored here.
-fn decide(grant: &Grant, body: &Value, now_ms: i64) -> ApiResult<Reply> {
+fn decide(grant: &Grant, body: &Value, now_ms: i64) -> AppResult<Reply> {
     let (content, placement) = parse_content(body, &Schemas::get().reply)?;
     let (replace, delete) = (placement.replace_original, placement.delete_original);
     if grant.new_message_only {
         if replace == Some(true) {
-            return Err(ApiError::field(
+            return Err(AppError::field(
                 "/replace_original",
                 "not_allowed",
                 "a reply to message.received always posts a new message",
             ));
         }
         if delete {
-            return Err(ApiError::field(
+            return Err(AppError::field(
                 "/delete_original",
                 "not_allowed",
                 "a reply to message.received cannot delete the visitor's message",
@@ -64,7 +64,7 @@ fn decide(grant: &Grant, body: &Value, now_ms: i64) -> ApiResult<Reply> {
     }
     if delete {
         if replace == Some(true) {
-            return Err(ApiError::field(
+            return Err(AppError::field(
                 "/delete_original",
                 "conflict",
                 "choose either replace_original or delete_original",
@@ -73,7 +73,7 @@ fn decide(grant: &Grant, body: &Value, now_ms: i64) -> ApiResult<Reply> {
         return Ok(Reply::Delete);
     }
     if content.text.is_none() && content.blocks.is_none() {
-        return Err(ApiError::field(
+        return Err(AppError::field(
             "",
             "required",
             "a reply needs text or blocks",
@@ -103,22 +103,22 @@ pub async fn apply_reply(
     token: &str,
     body: &Value,
     idempotency_key: Option<String>,
-) -> ApiResult<Value> {
+) -> AppResult<Value> {
     let grant = st
         .server_key
         .verify(token)
-        .ok_or_else(ApiError::not_found)?;
+        .ok_or_else(AppError::not_found)?;
     let now = st.now_ms();
     if now > grant.expires_at {
         if let Err(StoreError::NotFound) = st.store.get_conversation(&grant.conversation_id).await {
-            return Err(ApiError::not_found());
+            return Err(AppError::not_found());
         }
-        return Err(ApiError::response_url_expired(
+        return Err(AppError::ResponseUrlExpired(
             "this response_url has expired",
         ));
     }
     if let Some(pointer) = crate::domain::text::first_nul(body) {
-        return Err(ApiError::field(
+        return Err(AppError::field(
             pointer,
             "invalid_text",
             "text must not contain the NUL character (U+0000)",
@@ -158,10 +158,10 @@ pub async fn apply_reply(
                 Err(StoreError::NotFound)
             ) =>
         {
-            return Err(ApiError::not_found());
+            return Err(AppError::not_found());
         }
         Err(StoreError::NotFound) => {
-            return Err(ApiError::response_url_expired(
+            return Err(AppError::ResponseUrlExpired(
                 "the original message was deleted",
             ));
         }
@@ -175,7 +175,7 @@ pub async fn apply_reply(
             Ok(v)
         }
         ReplyOutcome::Repeated(v) => Ok(v),
-        ReplyOutcome::UsedUp => Err(ApiError::response_url_expired(
+        ReplyOutcome::UsedUp => Err(AppError::ResponseUrlExpired(
             "this response_url was used the maximum number of times",
         )),
     }

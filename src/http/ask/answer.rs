@@ -17,7 +17,7 @@ use tokio::sync::broadcast::error::RecvError;
 
 use super::outcome;
 use crate::domain::status::InteractionStatus;
-use crate::error::{ApiError, ApiResult};
+use crate::http::error::{ApiError, ApiResult};
 use crate::http::extract::Bot;
 use crate::http::{AppState, views};
 

@@ -9,8 +9,8 @@ use actix_web::{HttpResponse, get, web};
 
 use crate::domain::attachment::{Attachment, AttachmentRef, Upload, ascii_fallback};
 use crate::domain::model::Message;
-use crate::error::{ApiError, ApiResult};
 use crate::http::AppState;
+use crate::http::error::{ApiError, ApiResult};
 use crate::http::extract::{Bot, Visitor};
 
 pub fn routes(cfg: &mut utoipa_actix_web::service_config::ServiceConfig) {

@@ -6,7 +6,7 @@ use actix_web::{HttpResponse, post, web};
 
 use crate::domain::error::Rejection;
 use crate::domain::status::InteractionStatus;
-use crate::error::ApiResult;
+use crate::http::error::ApiResult;
 use crate::http::extract::Bot;
 use crate::http::{AppState, views};
 

@@ -26,7 +26,7 @@ use super::{AppState, views};
 use crate::domain::inbox::{self, NewInteraction};
 use crate::domain::model::Author;
 use crate::domain::status::InteractionStatus;
-use crate::error::{ApiError, ApiResult};
+use crate::http::error::{ApiError, ApiResult};
 use crate::hub::ApiEvent;
 use crate::usecase::content::{Content, new_message};
 use question::{parse, shape};

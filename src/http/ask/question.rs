@@ -10,7 +10,7 @@ use super::super::views;
 use crate::domain::attachment::{self, Upload};
 use crate::domain::blocks::{Block, BlockState, Button, Field, FieldKind};
 use crate::domain::inbox::{self, Spec};
-use crate::error::{ApiError, FieldError};
+use crate::http::error::{ApiError, FieldError};
 struct AskOption {
     id: String,
     label: String,

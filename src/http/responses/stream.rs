@@ -13,7 +13,7 @@ use futures_util::StreamExt;
 use tokio::sync::broadcast;
 use tokio::time::Instant;
 
-use crate::error::{ApiError, ApiResult};
+use crate::http::error::{ApiError, ApiResult};
 use crate::http::extract::Visitor;
 use crate::store::{Store, StreamEvent};
 use crate::usecase::Services as AppState;

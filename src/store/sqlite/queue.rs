@@ -479,7 +479,7 @@ mod tests {
     /// A claim turned away before it ran (an open circuit drops it
     /// unpolled) takes nothing: the next claim gets the event at once, not
     /// after a lease nobody holds has run out.
-    #[actix_web::test]
+    #[tokio::test]
     async fn a_claim_dropped_unpolled_leaves_the_queue_as_it_was() {
         let (_dir, store) = store_with_one_event().await;
         let far = i64::MAX / 4;
@@ -491,7 +491,7 @@ mod tests {
 
     /// A claim dropped while its lease is being written gives its
     /// deliveries back.
-    #[actix_web::test]
+    #[tokio::test]
     async fn a_claim_dropped_on_the_way_gives_its_deliveries_back() {
         let (_dir, store) = store_with_one_event().await;
         let far = i64::MAX / 4;

@@ -1,5 +1,6 @@
 //! One error type for the whole API, rendered as `application/problem+json`
-//! (RFC 9457).
+//! (RFC 9457): the one place where the domain's refusals, the use cases'
+//! failures and the store's get their HTTP status.
 
 use actix_web::{HttpResponse, ResponseError, http::StatusCode};
 use serde::Serialize;
@@ -234,40 +235,50 @@ impl ResponseError for ApiError {
 }
 
 /// Each refusal of the domain as its problem: the one place where a domain
-/// decision becomes an HTTP status and code.
+/// decision becomes an HTTP status (its code and title are the domain's).
 impl From<Rejection> for ApiError {
     fn from(r: Rejection) -> Self {
-        let detail = r.to_string();
-        let (status, code, title) = match r {
-            Rejection::Invalid(errs) => return ApiError::Validation(errs),
+        let status = match &r {
+            Rejection::Invalid(_) => return ApiError::Validation(rejected_fields(r)),
             Rejection::NotFound => return ApiError::not_found(),
-            Rejection::BlockDisabled => (StatusCode::CONFLICT, "block_disabled", "Block disabled"),
-            Rejection::Closed(_) => (StatusCode::GONE, "interaction_closed", "Interaction closed"),
-            Rejection::LinkButton => (
-                StatusCode::UNPROCESSABLE_ENTITY,
-                "link_button",
-                "Link button",
-            ),
-            Rejection::NotPending => (
-                StatusCode::CONFLICT,
-                "interaction_not_pending",
-                "Interaction not pending",
-            ),
-            Rejection::TypeMismatch(_) => (
-                StatusCode::UNPROCESSABLE_ENTITY,
-                "interaction_type_mismatch",
-                "Interaction type mismatch",
-            ),
-            Rejection::IdempotencyConflict => (
-                StatusCode::CONFLICT,
-                "idempotency_key_conflict",
-                "Idempotency key conflict",
-            ),
             Rejection::DialogPending { interaction_id } => {
-                return ApiError::DialogPending { interaction_id };
+                return ApiError::DialogPending {
+                    interaction_id: interaction_id.clone(),
+                };
             }
+            Rejection::BlockDisabled | Rejection::NotPending | Rejection::IdempotencyConflict => {
+                StatusCode::CONFLICT
+            }
+            Rejection::Closed(_) => StatusCode::GONE,
+            Rejection::LinkButton | Rejection::TypeMismatch(_) => StatusCode::UNPROCESSABLE_ENTITY,
         };
-        ApiError::new(status, code, title, detail)
+        ApiError::new(status, r.code(), r.title(), r.to_string())
+    }
+}
+
+fn rejected_fields(r: Rejection) -> Vec<FieldError> {
+    match r {
+        Rejection::Invalid(errs) => errs,
+        _ => Vec::new(),
+    }
+}
+
+/// What a use case failed with, as its problem.
+impl From<crate::usecase::error::AppError> for ApiError {
+    fn from(e: crate::usecase::error::AppError) -> Self {
+        use crate::usecase::error::AppError;
+        let detail = e.to_string();
+        match e {
+            AppError::Rejected(r) => r.into(),
+            AppError::Store(s) => s.into(),
+            AppError::ResponseUrlExpired(_) => ApiError::response_url_expired(detail),
+            AppError::DefaultEndpoint => ApiError::new(
+                StatusCode::CONFLICT,
+                "default_endpoint",
+                "Default endpoint",
+                detail,
+            ),
+        }
     }
 }
 
