@@ -101,7 +101,7 @@ async fn list_endpoints(
 ) -> ApiResult<HttpResponse> {
     let scope = format!("endpoints:{}", bot.0.id);
     let (limit, cursor) = q.parse(&st, &scope)?;
-    let all = st.store.endpoints_of(&bot.0.id).await?;
+    let all = uc::list(&st, &bot.0.id).await?;
     let from = cursor.map_or(0, |c| c.max(0) as usize).min(all.len());
     let to = (from + limit).min(all.len());
     let data: Vec<Value> = all[from..to].iter().map(|e| e.to_json()).collect();
@@ -117,7 +117,7 @@ async fn get_endpoint(
     st: web::Data<AppState>,
     id: web::Path<String>,
 ) -> ApiResult<HttpResponse> {
-    let ep = st.store.get_endpoint(&bot.0.id, &id).await?;
+    let ep = uc::get(&st, &bot.0.id, &id).await?;
     Ok(HttpResponse::Ok().json(ep.to_json()))
 }
 

@@ -9,11 +9,11 @@ use super::check::Check;
 use super::extract::{Bot, JsonBody, PageQuery, sealed_page};
 use super::{AppState, views};
 use crate::domain::endpoints::default_endpoint_id;
-use crate::domain::ids::new_id;
 use crate::domain::status::EventStatus;
 use crate::domain::time::{parse_rfc3339, rfc3339};
 use crate::http::error::{ApiError, ApiResult, FieldError};
-use crate::store::{AttemptRow, EndpointSel, EventFilter, EventSummary, NewEvent};
+use crate::store::{AttemptRow, EndpointSel, EventFilter, EventSummary};
+use crate::usecase::events;
 
 pub fn routes(cfg: &mut utoipa_actix_web::service_config::ServiceConfig) {
     cfg.service(list_events)
@@ -153,10 +153,7 @@ async fn list_events(
         event_id: q.event_id,
         endpoint: q.endpoint_id.map(|id| endpoint_sel(&bot.0.id, &id)),
     };
-    let page = st
-        .store
-        .list_events(&bot.0.id, filter, limit, cursor)
-        .await?;
+    let page = events::list(&st, &bot.0.id, filter, limit, cursor).await?;
     let data = page.data.iter().map(event_json).collect();
     Ok(HttpResponse::Ok().json(sealed_page(&st, &scope, data, page.next_cursor)))
 }
@@ -170,7 +167,7 @@ async fn get_event(
     st: web::Data<AppState>,
     id: web::Path<String>,
 ) -> ApiResult<HttpResponse> {
-    let d = st.store.get_event(&bot.0.id, &id).await?;
+    let d = events::get(&st, &bot.0.id, &id).await?;
     let bid = bot.0.id.as_str();
     let mut v = event_json(&d.event);
     v["deliveries"] = d
@@ -202,9 +199,7 @@ async fn redeliver(
     endpoint_field(&mut check);
     let views::RedeliverOne { endpoint_id } = check.typed()?;
     let endpoint = endpoint_id.map(|e| endpoint_sel(&bot.0.id, &e));
-    st.store
-        .redeliver(&bot.0.id, &id, endpoint, st.now_ms())
-        .await?;
+    events::redeliver(&st, &bot.0.id, &id, endpoint).await?;
     Ok(HttpResponse::Accepted()
         .json(json!({"event_id": id.as_str(), "status": EventStatus::Pending.as_str()})))
 }
@@ -254,10 +249,7 @@ async fn redeliver_all(
     } = check.typed()?;
     let since = since.as_deref().and_then(parse_rfc3339);
     let endpoint = endpoint_id.map(|e| endpoint_sel(&bot.0.id, &e));
-    let count = st
-        .store
-        .redeliver_all(&bot.0.id, status, since, endpoint, st.now_ms())
-        .await?;
+    let count = events::redeliver_all(&st, &bot.0.id, status, since, endpoint).await?;
     Ok(HttpResponse::Accepted().json(json!({"count": count})))
 }
 
@@ -298,23 +290,6 @@ async fn send_test(
     endpoint: EndpointSel,
     trace: Option<String>,
 ) -> ApiResult<HttpResponse> {
-    let now = st.now_ms();
-    let id = new_id("evt");
-    let payload = crate::domain::events::webhook_test(&id, chatbot_id, &rfc3339(now));
-    let event = NewEvent {
-        id: id.clone(),
-        chatbot_id: chatbot_id.to_string(),
-        // Its own lane: a test neither waits for nor holds up a conversation.
-        conversation_id: id.clone(),
-        event_type: crate::domain::events::WEBHOOK_TEST,
-        payload,
-        created_at: now,
-        trace,
-    };
-    match endpoint {
-        EndpointSel::Default => st.store.enqueue_event(event).await?,
-        EndpointSel::Other(ep) => st.store.enqueue_event_to(event, &ep).await?,
-    }
-    crate::telemetry::metrics::event_accepted(crate::domain::events::WEBHOOK_TEST);
+    let id = events::send_test(st, chatbot_id, endpoint, trace).await?;
     Ok(HttpResponse::Accepted().json(json!({"event_id": id})))
 }

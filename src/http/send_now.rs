@@ -12,9 +12,9 @@ use utoipa::ToSchema;
 
 use super::extract::Bot;
 use super::{AppState, views};
-use crate::delivery::manual::{Sent, send_now};
+use crate::delivery::manual::Sent;
 use crate::http::error::ApiResult;
-use crate::store::EndpointSel;
+use crate::usecase::events;
 
 pub fn routes(cfg: &mut utoipa_actix_web::service_config::ServiceConfig) {
     cfg.service(send);
@@ -39,27 +39,17 @@ pub struct SentNow {
 #[utoipa::path(tag = "events", operation_id = "events_send_now", responses((status = 200, description = "The attempt made now (or the queue's, when it was already on its way)", body = SentNow), (status = 401, description = "unauthorized"), (status = 404, description = "not_found")), security(("api_key" = [])))]
 #[post("/api/v1/events/{event_id}/send-now")]
 async fn send(bot: Bot, st: web::Data<AppState>, id: web::Path<String>) -> ApiResult<HttpResponse> {
-    // The delivery to the default endpoint (§13: the events row's own).
-    let d = st.store.get_event(&bot.0.id, &id).await?;
-    let Some(default) = d.deliveries.iter().find(|x| x.endpoint_id.is_none()) else {
-        return Err(crate::store::StoreError::NotFound.into());
-    };
-    if !default.status.is_active() {
-        st.store
-            .redeliver(&bot.0.id, &id, Some(EndpointSel::Default), st.now_ms())
-            .await?;
-    }
     let chatbot_id = bot.0.id.as_str();
-    let (sent, attempt) = match send_now(&st, &bot.0, &id).await? {
+    let (sent, status) = events::send_now(&st, &bot.0, &id).await?;
+    let (sent, attempt) = match sent {
         Sent::Now(a) => ("now", super::events::attempt_json(chatbot_id, &a)),
         Sent::ByQueue(a) => ("queue", super::events::attempt_json(chatbot_id, &a)),
         Sent::Waiting => ("waiting", Value::Null),
     };
-    let e = st.store.get_event(&bot.0.id, &id).await?.event;
     Ok(HttpResponse::Ok().json(json!({
         "event_id": id.as_str(),
         "sent": sent,
-        "status": e.status.as_str(),
+        "status": status.as_str(),
         "attempt": attempt,
     })))
 }

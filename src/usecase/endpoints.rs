@@ -96,6 +96,16 @@ pub async fn update(
     Ok(ep)
 }
 
+/// The chatbot's endpoints, the default first.
+pub async fn list(st: &Services, chatbot_id: &str) -> AppResult<Vec<Endpoint>> {
+    Ok(st.store.endpoints_of(chatbot_id).await?)
+}
+
+/// One endpoint of the chatbot (`NotFound` for another chatbot's).
+pub async fn get(st: &Services, chatbot_id: &str, id: &str) -> AppResult<Endpoint> {
+    Ok(st.store.get_endpoint(chatbot_id, id).await?)
+}
+
 /// `DELETE /api/v1/endpoints/{id}`: never the default (409).
 pub async fn delete(st: &Services, chatbot_id: &str, id: &str) -> AppResult<()> {
     if id == default_endpoint_id(chatbot_id) {

@@ -5,6 +5,7 @@
 pub mod content;
 pub mod endpoints;
 pub mod error;
+pub mod events;
 pub mod reply;
 pub mod typing;
 

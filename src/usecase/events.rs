@@ -1,0 +1,111 @@
+//! The deliveries log as a chatbot's key reads and works it (§8, §13): the
+//! events, one event with its deliveries and attempts, a redelivery of one
+//! or of all that ended, a `webhook.test`, and "send now".
+
+use super::Services;
+use super::error::{AppError, AppResult};
+use crate::delivery::manual::{Sent, send_now as send_at_once};
+use crate::domain::events::{WEBHOOK_TEST, webhook_test};
+use crate::domain::ids::new_id;
+use crate::domain::model::Chatbot;
+use crate::domain::status::EventStatus;
+use crate::domain::time::rfc3339;
+use crate::store::{
+    EndpointSel, EventDetail, EventFilter, EventSummary, NewEvent, Page, StoreError,
+};
+
+/// A page of the chatbot's events, newest first.
+pub async fn list(
+    st: &Services,
+    chatbot_id: &str,
+    filter: EventFilter,
+    limit: usize,
+    cursor: Option<i64>,
+) -> AppResult<Page<EventSummary>> {
+    Ok(st
+        .store
+        .list_events(chatbot_id, filter, limit, cursor)
+        .await?)
+}
+
+/// One event with its deliveries (one per endpoint) and their attempts.
+pub async fn get(st: &Services, chatbot_id: &str, event_id: &str) -> AppResult<EventDetail> {
+    Ok(st.store.get_event(chatbot_id, event_id).await?)
+}
+
+/// Queues the event again: to one endpoint, or to every endpoint it went to.
+pub async fn redeliver(
+    st: &Services,
+    chatbot_id: &str,
+    event_id: &str,
+    endpoint: Option<EndpointSel>,
+) -> AppResult<()> {
+    Ok(st
+        .store
+        .redeliver(chatbot_id, event_id, endpoint, st.now_ms())
+        .await?)
+}
+
+/// Queues again every delivery in `status` (`dead` or `failed`) of events
+/// created at or after `since`; how many.
+pub async fn redeliver_all(
+    st: &Services,
+    chatbot_id: &str,
+    status: EventStatus,
+    since: Option<i64>,
+    endpoint: Option<EndpointSel>,
+) -> AppResult<u64> {
+    Ok(st
+        .store
+        .redeliver_all(chatbot_id, status, since, endpoint, st.now_ms())
+        .await?)
+}
+
+/// Queues a `webhook.test` in a lane of its own (it neither waits for nor
+/// holds up a conversation) to one endpoint; its event id.
+pub async fn send_test(
+    st: &Services,
+    chatbot_id: &str,
+    endpoint: EndpointSel,
+    trace: Option<String>,
+) -> AppResult<String> {
+    let now = st.now_ms();
+    let id = new_id("evt");
+    let event = NewEvent {
+        id: id.clone(),
+        chatbot_id: chatbot_id.to_string(),
+        conversation_id: id.clone(),
+        event_type: WEBHOOK_TEST,
+        payload: webhook_test(&id, chatbot_id, &rfc3339(now)),
+        created_at: now,
+        trace,
+    };
+    match endpoint {
+        EndpointSel::Default => st.store.enqueue_event(event).await?,
+        EndpointSel::Other(ep) => st.store.enqueue_event_to(event, &ep).await?,
+    }
+    crate::telemetry::metrics::event_accepted(WEBHOOK_TEST);
+    Ok(id)
+}
+
+/// "Send now": the event's delivery to the default endpoint, queued again
+/// first when it had ended, sent at once whatever the circuit breaker
+/// says. What was sent, and the event's status after it.
+pub async fn send_now(
+    st: &Services,
+    bot: &Chatbot,
+    event_id: &str,
+) -> AppResult<(Sent, EventStatus)> {
+    let d = st.store.get_event(&bot.id, event_id).await?;
+    let Some(default) = d.deliveries.iter().find(|x| x.endpoint_id.is_none()) else {
+        return Err(AppError::Store(StoreError::NotFound));
+    };
+    if !default.status.is_active() {
+        st.store
+            .redeliver(&bot.id, event_id, Some(EndpointSel::Default), st.now_ms())
+            .await?;
+    }
+    let sent = send_at_once(st, bot, event_id).await?;
+    let status = st.store.get_event(&bot.id, event_id).await?.event.status;
+    Ok((sent, status))
+}
