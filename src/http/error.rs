@@ -272,6 +272,12 @@ impl From<crate::usecase::error::AppError> for ApiError {
             AppError::Rejected(r) => r.into(),
             AppError::Store(s) => s.into(),
             AppError::ResponseUrlExpired(_) => ApiError::response_url_expired(detail),
+            AppError::IdempotencyKeyRequired => ApiError::new(
+                StatusCode::BAD_REQUEST,
+                "idempotency_key_required",
+                "Idempotency key required",
+                detail,
+            ),
             AppError::DefaultEndpoint => ApiError::new(
                 StatusCode::CONFLICT,
                 "default_endpoint",

@@ -3,7 +3,6 @@
 
 use std::time::Duration;
 
-use actix_web::http::StatusCode;
 use actix_web::{HttpRequest, HttpResponse, get, post, web};
 use bytes::Bytes;
 use serde_json::Value;
@@ -11,12 +10,11 @@ use tokio::sync::broadcast;
 
 use super::extract::{Bot, JsonBody, PageQuery, sealed_page};
 use super::{AppState, views};
-use crate::domain::ids::{hash_secret, new_id};
-use crate::domain::model::Person;
 use crate::domain::status::InteractionStatus;
 use crate::http::error::{ApiError, ApiResult};
 use crate::hub::ApiEvent;
-use crate::store::{AnswerOutcome, AnswerRequest, InteractionFilter};
+use crate::store::{AnswerOutcome, InteractionFilter};
+use crate::usecase::inbox;
 
 pub fn routes(cfg: &mut utoipa_actix_web::service_config::ServiceConfig) {
     cfg.service(list_interactions)
@@ -78,76 +76,14 @@ async fn list_interactions(
         status,
         conversation_id: q.conversation_id,
     };
-    let page = st
-        .store
-        .list_interactions(&bot.0.id, filter, limit, cursor, now)
-        .await?;
+    let page = inbox::list(&st, &bot.0.id, filter, limit, cursor, now).await?;
     let mut data: Vec<Value> = page.data.iter().map(|i| i.to_json(now)).collect();
     if expand {
-        let mut known = std::collections::HashMap::new();
-        for (v, i) in data.iter_mut().zip(&page.data) {
-            v["context"] = context(&st, i, &mut known).await?;
+        for (v, c) in data.iter_mut().zip(inbox::contexts(&st, &page.data).await?) {
+            v["context"] = c;
         }
     }
     Ok(HttpResponse::Ok().json(sealed_page(&st, &scope, data, page.next_cursor)))
-}
-
-/// How many of a conversation's newest messages are searched for the
-/// visitor's message a question answers.
-const CONTEXT_MESSAGES: usize = 50;
-
-/// `{"visitor", "in_reply_to": {"message_id", "text", "created_at"} | null,
-/// "option_styles": {action_id: style}}`: who the interaction is with, the
-/// visitor's last message before it, and its buttons' styles.
-async fn context(
-    st: &AppState,
-    i: &crate::domain::inbox::Interaction,
-    known: &mut std::collections::HashMap<String, (Value, Vec<crate::domain::model::Message>)>,
-) -> ApiResult<Value> {
-    if !known.contains_key(&i.conversation_id) {
-        let conv = st.store.get_conversation(&i.conversation_id).await?;
-        let msgs = st
-            .store
-            .list_messages(&i.conversation_id, CONTEXT_MESSAGES, None)
-            .await?
-            .data;
-        let visitor = serde_json::to_value(&conv.visitor).unwrap_or(Value::Null);
-        known.insert(i.conversation_id.clone(), (visitor, msgs));
-    }
-    let Some((visitor, msgs)) = known.get(&i.conversation_id) else {
-        return Ok(Value::Null);
-    };
-    // Newest first: the first visitor message older than the question's.
-    let asked = msgs.iter().position(|m| m.id == i.message_id);
-    let before = asked.map_or(&msgs[..0], |n| &msgs[n + 1..]);
-    let reply_to = before.iter().find(
-        |m| matches!(&m.author, crate::domain::model::Author::Person(p) if p.kind == "visitor"),
-    );
-    // The button styles of the question, so a reviewer sees them as the
-    // visitor does (`payload.options` carries id and label only).
-    let question = match asked {
-        Some(n) => msgs.get(n).cloned(),
-        None => st.store.get_message(&i.message_id).await.ok(),
-    };
-    let mut styles = serde_json::Map::new();
-    for b in question.iter().flat_map(|m| &m.blocks) {
-        if let crate::domain::blocks::Block::Actions { elements, .. } = b {
-            for e in elements.iter().filter(|e| !e.is_link()) {
-                if let Some(style) = &e.style {
-                    styles.insert(e.action_id.clone(), Value::String(style.clone()));
-                }
-            }
-        }
-    }
-    Ok(serde_json::json!({
-        "option_styles": styles,
-        "visitor": visitor,
-        "in_reply_to": reply_to.map(|m| serde_json::json!({
-            "message_id": m.id,
-            "text": m.text,
-            "created_at": m.created_at,
-        })),
-    }))
 }
 
 /// One interaction.
@@ -158,7 +94,7 @@ async fn get_interaction(
     st: web::Data<AppState>,
     id: web::Path<String>,
 ) -> ApiResult<HttpResponse> {
-    let i = st.store.get_interaction(&bot.0.id, &id).await?;
+    let i = inbox::get(&st, &bot.0.id, &id).await?;
     Ok(HttpResponse::Ok().json(i.to_json(st.now_ms())))
 }
 
@@ -178,62 +114,20 @@ async fn respond(
     body: JsonBody,
     trace: super::extract::Trace,
 ) -> ApiResult<HttpResponse> {
-    // Unknown or not yours: 404 before anything else.
-    let inter = st.store.get_interaction(&bot.0.id, &id).await?;
     let key = req
         .headers()
         .get("idempotency-key")
         .and_then(|v| v.to_str().ok())
         .map(str::trim)
         .filter(|k| !k.is_empty())
-        .ok_or_else(|| {
-            ApiError::new(
-                StatusCode::BAD_REQUEST,
-                "idempotency_key_required",
-                "Idempotency key required",
-                "answering is a decision: send an `Idempotency-Key` header",
-            )
-        })?
-        .to_string();
+        .map(str::to_string);
     let now = st.now_ms();
-    let event_id = new_id("evt");
-    let response_url = super::responses::response_url(
-        &st,
-        &event_id,
-        &inter.message_id,
-        &inter.conversation_id,
-        false,
-        now,
-    );
-    let out = st
-        .store
-        .answer_interaction(AnswerRequest {
-            interaction_id: inter.id.clone(),
-            chatbot_id: bot.0.id.clone(),
-            idempotency_key: key,
-            body_hash: hash_secret(&crate::domain::text::canonical(&body.0)),
-            body: body.0,
-            user: Person {
-                kind: "member".into(),
-                id: bot.0.member_id.clone(),
-                display_name: format!("{} (API)", bot.0.name),
-            },
-            event_id,
-            response_url,
-            now_ms: now,
-            interactive_window_ms: st.settings.interactive_window.as_millis() as i64,
-            trace: trace.0,
-        })
-        .await?;
-    Ok(match out {
-        AnswerOutcome::Answered(i) => {
-            crate::telemetry::metrics::event_accepted(
-                crate::telemetry::metrics::answer_event_type(&i.kind),
-            );
-            HttpResponse::Ok().json(i.to_json(now))
-        }
-        AnswerOutcome::Repeated(v) => HttpResponse::Ok().json(v),
-    })
+    Ok(
+        match inbox::answer(&st, &bot.0, &id, key, body.0, trace.0, now).await? {
+            AnswerOutcome::Answered(i) => HttpResponse::Ok().json(i.to_json(now)),
+            AnswerOutcome::Repeated(v) => HttpResponse::Ok().json(v),
+        },
+    )
 }
 
 fn frame(e: &ApiEvent) -> Bytes {

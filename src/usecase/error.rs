@@ -19,6 +19,9 @@ pub enum AppError {
         "the default endpoint is the chatbot's webhook_url and is never deleted; change its url or pause it instead"
     )]
     DefaultEndpoint,
+    /// Answering is a decision: it takes an `Idempotency-Key`.
+    #[error("answering is a decision: send an `Idempotency-Key` header")]
+    IdempotencyKeyRequired,
     /// The store failed or cannot be reached.
     #[error(transparent)]
     Store(#[from] StoreError),
@@ -48,6 +51,7 @@ impl AppError {
             AppError::Rejected(r) | AppError::Store(StoreError::Rejected(r)) => r.code(),
             AppError::ResponseUrlExpired(_) => "response_url_expired",
             AppError::DefaultEndpoint => "default_endpoint",
+            AppError::IdempotencyKeyRequired => "idempotency_key_required",
             AppError::Store(StoreError::NotFound) => "not_found",
             AppError::Store(StoreError::Unavailable(_)) => "store_unavailable",
             AppError::Store(StoreError::Backend(_)) => "internal_error",

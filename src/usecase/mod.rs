@@ -6,6 +6,7 @@ pub mod content;
 pub mod endpoints;
 pub mod error;
 pub mod events;
+pub mod inbox;
 pub mod reply;
 pub mod typing;
 
