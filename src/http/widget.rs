@@ -7,14 +7,10 @@ use serde_json::json;
 use super::check::{Check, Need};
 use super::extract::{JsonBody, PageQuery, Visitor, check_origin, origin, sealed_page};
 use super::{AppState, views};
-use crate::domain::events::{self, Base};
-use crate::domain::ids::new_id;
 use crate::domain::interact::{Action, Context, closure_reason, present};
-use crate::domain::model::{Author, Conversation, Message};
-use crate::domain::time::rfc3339;
+use crate::domain::model::{Conversation, Message};
 use crate::http::error::{ApiError, ApiResult};
-use crate::store::{InteractRequest, NewEvent};
-use crate::usecase::content::{Content, new_message};
+use crate::usecase::widget;
 
 pub fn routes(cfg: &mut utoipa_actix_web::service_config::ServiceConfig) {
     cfg.service(click)
@@ -58,7 +54,7 @@ async fn create_conversation(
     body: JsonBody,
 ) -> ApiResult<HttpResponse> {
     super::guard::conversation(&st, &req)?;
-    let bot = st.store.get_chatbot(&chatbot_id).await?;
+    let bot = widget::chatbot(&st, &chatbot_id).await?;
     check_origin(origin(&req), &bot.allowed_origins)?;
     let mut check = Check::new(&body.0, &["display_name"])?;
     check.text("display_name", 80, Need::Optional);
@@ -91,8 +87,8 @@ async fn list_messages(
     own(&v, &cid)?;
     let scope = format!("messages:{cid}");
     let (limit, cursor) = q.parse(&st, &scope)?;
-    let bot = st.store.get_chatbot(&v.0.chatbot_id).await?;
-    let page = st.store.list_messages(&cid, limit, cursor).await?;
+    let bot = widget::chatbot(&st, &v.0.chatbot_id).await?;
+    let page = widget::messages(&st, &cid, limit, cursor).await?;
     let data = page
         .data
         .into_iter()
@@ -116,45 +112,7 @@ async fn post_message(
     let mut check = Check::new(&body.0, &["text"])?;
     check.text("text", 4000, Need::Required);
     let views::VisitorMessage { text } = check.typed()?;
-    let now = st.now_ms();
-    let msg = new_message(
-        &cid,
-        Author::Person(v.0.visitor.clone()),
-        Content {
-            text: Some(text.clone()),
-            blocks: None,
-            metadata: None,
-            typing_on_interaction: None,
-        },
-        now,
-    );
-    let event_id = new_id("evt");
-    let response_url = super::responses::response_url(&st, &event_id, &msg.id, &cid, true, now);
-    let payload = events::message_received(
-        &Base {
-            event_id: &event_id,
-            chatbot_id: &v.0.chatbot_id,
-            conversation_id: &cid,
-            message_id: &msg.id,
-            user: &v.0.visitor,
-            response_url: &response_url,
-        },
-        &text,
-        &rfc3339(now),
-    );
-    let event = NewEvent {
-        id: event_id,
-        chatbot_id: v.0.chatbot_id.clone(),
-        conversation_id: cid.to_string(),
-        event_type: events::MESSAGE_RECEIVED,
-        payload,
-        created_at: now,
-        trace: trace.0,
-    };
-    st.store
-        .insert_message(msg.clone(), Some(event), Vec::new())
-        .await?;
-    crate::telemetry::metrics::event_accepted(events::MESSAGE_RECEIVED);
+    let msg = widget::post_message(&st, &v.0, text, trace.0).await?;
     Ok(HttpResponse::Created().json(msg))
 }
 
@@ -165,32 +123,7 @@ async fn interact(
     action: Action,
     trace: Option<String>,
 ) -> ApiResult<HttpResponse> {
-    let now = st.now_ms();
-    let event_id = new_id("evt");
-    let response_url =
-        super::responses::response_url(st, &event_id, &message_id, &v.0.id, false, now);
-    let event_type = match action {
-        Action::Click { .. } => events::BUTTON_CLICKED,
-        Action::Submit { .. } => events::FORM_SUBMITTED,
-    };
-    let out = st
-        .store
-        .interact(InteractRequest {
-            message_id,
-            conversation_id: v.0.id.clone(),
-            action,
-            user: v.0.visitor.clone(),
-            event_id,
-            response_url,
-            now_ms: now,
-            interactive_window_ms: st.settings.interactive_window.as_millis() as i64,
-            trace,
-        })
-        .await?;
-    crate::telemetry::metrics::event_accepted(event_type);
-    if out.typing {
-        super::responses::start_typing(st, &v.0.id, &out.message.id).await;
-    }
+    let out = widget::interact(st, &v.0, message_id, action, trace).await?;
     Ok(match &out.json {
         Some(json) => {
             let mut body = String::with_capacity(json.len() + 12);

@@ -9,6 +9,7 @@ pub mod events;
 pub mod inbox;
 pub mod reply;
 pub mod typing;
+pub mod widget;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -1,0 +1,121 @@
+//! What a visitor does through the widget (§3): read the conversation's
+//! messages, post a message, click a button or submit a form. Each write
+//! goes to the store once; what follows its commit (metrics, typing) is
+//! done here, for every caller alike.
+
+use super::Services;
+use super::content::{Content, new_message};
+use super::error::AppResult;
+use crate::domain::events::{self, Base};
+use crate::domain::ids::new_id;
+use crate::domain::interact::Action;
+use crate::domain::model::{Author, Chatbot, Conversation, Message};
+use crate::domain::time::rfc3339;
+use crate::store::{InteractRequest, Interacted, NewEvent, Page};
+
+/// The chatbot a widget request names.
+pub async fn chatbot(st: &Services, id: &str) -> AppResult<Chatbot> {
+    Ok(st.store.get_chatbot(id).await?)
+}
+
+/// A page of the conversation's messages, newest first.
+pub async fn messages(
+    st: &Services,
+    conversation_id: &str,
+    limit: usize,
+    cursor: Option<i64>,
+) -> AppResult<Page<Message>> {
+    Ok(st
+        .store
+        .list_messages(conversation_id, limit, cursor)
+        .await?)
+}
+
+/// The visitor's message, stored with its `message.received` event.
+pub async fn post_message(
+    st: &Services,
+    conv: &Conversation,
+    text: String,
+    trace: Option<String>,
+) -> AppResult<Message> {
+    let now = st.now_ms();
+    let cid = conv.id.as_str();
+    let msg = new_message(
+        cid,
+        Author::Person(conv.visitor.clone()),
+        Content {
+            text: Some(text.clone()),
+            blocks: None,
+            metadata: None,
+            typing_on_interaction: None,
+        },
+        now,
+    );
+    let event_id = new_id("evt");
+    let response_url = super::reply::response_url(st, &event_id, &msg.id, cid, true, now);
+    let payload = events::message_received(
+        &Base {
+            event_id: &event_id,
+            chatbot_id: &conv.chatbot_id,
+            conversation_id: cid,
+            message_id: &msg.id,
+            user: &conv.visitor,
+            response_url: &response_url,
+        },
+        &text,
+        &rfc3339(now),
+    );
+    let event = NewEvent {
+        id: event_id,
+        chatbot_id: conv.chatbot_id.clone(),
+        conversation_id: cid.to_string(),
+        event_type: events::MESSAGE_RECEIVED,
+        payload,
+        created_at: now,
+        trace,
+    };
+    st.store
+        .insert_message(msg.clone(), Some(event), Vec::new())
+        .await?;
+    crate::telemetry::metrics::event_accepted(events::MESSAGE_RECEIVED);
+    Ok(msg)
+}
+
+/// A click or a form submit on a message of the visitor's conversation:
+/// the store loads, the domain decides and the store applies, in one
+/// transaction; once it committed the event is counted and, when the
+/// message asks for it, typing shows.
+pub async fn interact(
+    st: &Services,
+    conv: &Conversation,
+    message_id: String,
+    action: Action,
+    trace: Option<String>,
+) -> AppResult<Interacted> {
+    let now = st.now_ms();
+    let event_id = new_id("evt");
+    let response_url = super::reply::response_url(st, &event_id, &message_id, &conv.id, false, now);
+    let event_type = match action {
+        Action::Click { .. } => events::BUTTON_CLICKED,
+        Action::Submit { .. } => events::FORM_SUBMITTED,
+    };
+    let out = st
+        .store
+        .interact(InteractRequest {
+            message_id,
+            conversation_id: conv.id.clone(),
+            action,
+            user: conv.visitor.clone(),
+            event_id,
+            response_url,
+            now_ms: now,
+            interactive_window_ms: st.settings.interactive_window.as_millis() as i64,
+            trace,
+        })
+        .await?;
+    crate::telemetry::metrics::event_accepted(event_type);
+    if out.typing {
+        super::typing::start_typing(st, &conv.id, &out.message.id).await;
+    }
+    Ok(out)
+}
