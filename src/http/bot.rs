@@ -6,10 +6,11 @@ use serde_json::json;
 use super::check::{Check, Need};
 use super::extract::{Bot, JsonBody, PageQuery, sealed_page};
 use super::{AppState, views};
-use crate::domain::model::{Author, Conversation, Person};
-use crate::http::error::{ApiError, ApiResult};
+use crate::domain::model::{Conversation, Person};
+use crate::http::error::ApiResult;
 use crate::schemas::Schemas;
-use crate::usecase::content::{new_message, parse_content};
+use crate::usecase::bot as uc;
+use crate::usecase::content::parse_content;
 
 pub fn routes(cfg: &mut utoipa_actix_web::service_config::ServiceConfig) {
     cfg.service(post_message)
@@ -21,11 +22,7 @@ pub fn routes(cfg: &mut utoipa_actix_web::service_config::ServiceConfig) {
 
 /// The conversation, if it belongs to this chatbot (404 otherwise).
 async fn conversation(st: &AppState, bot: &Bot, cid: &str) -> ApiResult<Conversation> {
-    let conv = st.store.get_conversation(cid).await?;
-    if conv.chatbot_id != bot.0.id {
-        return Err(ApiError::not_found());
-    }
-    Ok(conv)
+    Ok(uc::conversation(st, &bot.0.id, cid).await?)
 }
 
 /// Post a bot message with optional `actions` and `form` blocks.
@@ -39,13 +36,7 @@ async fn post_message(
 ) -> ApiResult<HttpResponse> {
     let conv = conversation(&st, &bot, &cid).await?;
     let (content, _) = parse_content(&body.0, &Schemas::get().message)?;
-    let msg = new_message(&conv.id, Author::bot(), content, st.now_ms());
-    let expires = msg.created_ms + st.settings.interactive_window.as_millis() as i64;
-    let interactions = crate::domain::inbox::from_message(&msg, &bot.0.id, Some(expires));
-    st.store
-        .insert_message(msg.clone(), None, interactions)
-        .await?;
-    super::responses::stop_typing_if_shown(&st, &conv.id).await;
+    let msg = uc::post_message(&st, &bot.0.id, &conv, content).await?;
     Ok(HttpResponse::Created().json(msg))
 }
 
@@ -61,7 +52,7 @@ async fn list_messages(
     let conv = conversation(&st, &bot, &cid).await?;
     let scope = format!("messages:{cid}");
     let (limit, cursor) = q.parse(&st, &scope)?;
-    let page = st.store.list_messages(&cid, limit, cursor).await?;
+    let page = uc::messages(&st, &cid, limit, cursor).await?;
     let data = page
         .data
         .into_iter()
@@ -98,7 +89,7 @@ async fn takeover(
         id,
         display_name,
     };
-    st.store.takeover(&cid, person.clone(), st.now_ms()).await?;
+    uc::takeover(&st, &cid, person.clone()).await?;
     Ok(HttpResponse::Ok().json(json!({"conversation_id": cid.as_str(), "taken_over_by": person})))
 }
 
@@ -121,15 +112,6 @@ async fn erase_conversation(
     cid: web::Path<String>,
 ) -> ApiResult<HttpResponse> {
     conversation(&st, &bot, &cid).await?;
-    // Marked before the deletion commits: a delivery of it that a claim
-    // already took is dropped by the dispatcher instead of sent.
-    st.hub.erased.mark(&cid);
-    if let Err(e) = st.store.erase_conversation(&bot.0.id, &cid).await {
-        st.hub.erased.unmark(&cid);
-        return Err(e.into());
-    }
-    st.hub.typing.lock().remove(cid.as_str());
-    // Its open streams here end (other instances hear it from the store).
-    st.hub.erased.announce(&cid);
+    uc::erase(&st, &bot.0.id, &cid).await?;
     Ok(HttpResponse::NoContent().finish())
 }

@@ -2,6 +2,7 @@
 //! the delivery worker both need (applying a reply, building messages,
 //! typing), with their dependencies held in one value, [`Services`].
 
+pub mod bot;
 pub mod content;
 pub mod endpoints;
 pub mod error;
