@@ -8,11 +8,11 @@ use super::check::{Check, Need};
 use super::extract::{Admin, JsonBody, collection};
 use super::{AppState, views};
 use crate::domain::endpoints::default_endpoint_id;
-use crate::domain::ids::{hash_secret, new_id, new_secret};
 use crate::domain::model::Chatbot;
 use crate::domain::origins::AllowedOrigins;
 use crate::http::error::{ApiError, ApiResult, FieldError};
-use crate::usecase::endpoints::{new_signing_secret, url_refusal};
+use crate::usecase::chatbots as uc;
+use crate::usecase::endpoints::url_refusal;
 
 pub fn routes(cfg: &mut utoipa_actix_web::service_config::ServiceConfig) {
     cfg.service(create_chatbot)
@@ -85,22 +85,7 @@ async fn create_chatbot(
     let views::NewChatbot {
         name, webhook_url, ..
     } = check.typed()?;
-    let api_key = new_secret("sk");
-    let bot = Chatbot {
-        id: new_id("cb"),
-        name,
-        webhook_url,
-        retention_ms: retention.as_millis() as i64,
-        signing_secret: new_signing_secret(),
-        previous_secret: None,
-        endpoint_disabled: false,
-        member_id: new_id("mem"),
-        created_at: st.now_ms(),
-        allowed_origins,
-    };
-    st.store
-        .create_chatbot(bot.clone(), hash_secret(&api_key))
-        .await?;
+    let (bot, api_key) = uc::create(&st, name, webhook_url, retention, allowed_origins).await?;
     let mut out = bot.to_json();
     out["api_key"] = json!(api_key);
     out["signing_secret"] = json!(bot.signing_secret);
@@ -139,7 +124,7 @@ async fn list_chatbots(
         }
         None => None,
     };
-    let page = st.store.list_chatbots(limit, cursor).await?;
+    let page = uc::list(&st, limit, cursor).await?;
     let data = page.data.iter().map(Chatbot::to_json).collect();
     Ok(HttpResponse::Ok().json(collection(data, page.next_cursor)))
 }
@@ -152,7 +137,7 @@ async fn get_chatbot(
     st: web::Data<AppState>,
     id: web::Path<String>,
 ) -> ApiResult<HttpResponse> {
-    let bot = st.store.get_chatbot(&id).await?;
+    let bot = uc::get(&st, &id).await?;
     Ok(HttpResponse::Ok().json(bot.to_json()))
 }
 
@@ -167,7 +152,7 @@ async fn update_chatbot(
     id: web::Path<String>,
     body: JsonBody,
 ) -> ApiResult<HttpResponse> {
-    let mut bot = st.store.get_chatbot(&id).await?;
+    let bot = uc::get(&st, &id).await?;
     let mut check = Check::new(
         &body.0,
         &[
@@ -191,23 +176,14 @@ async fn update_chatbot(
         endpoint_disabled: enable,
         ..
     } = check.typed()?;
-    if let Some(n) = name {
-        bot.name = n;
-    }
-    if let Some(u) = url {
-        bot.webhook_url = u;
-        bot.endpoint_disabled = false;
-    }
-    if let Some(d) = enable {
-        bot.endpoint_disabled = d;
-    }
-    if let Some(r) = retention {
-        bot.retention_ms = r.as_millis() as i64;
-    }
-    if let Some(o) = origins {
-        bot.allowed_origins = o;
-    }
-    st.store.update_chatbot(bot.clone()).await?;
+    let change = uc::ChatbotChange {
+        name,
+        webhook_url: url,
+        endpoint_disabled: enable,
+        retention,
+        allowed_origins: origins,
+    };
+    let bot = uc::update(&st, bot, change).await?;
     Ok(HttpResponse::Ok().json(bot.to_json()))
 }
 

@@ -10,45 +10,13 @@ use utoipa::ToSchema;
 use super::check::{Check, Need};
 use super::extract::{Bot, JsonBody, PageQuery, collection};
 use super::{AppState, views};
-use crate::domain::ids::{hash_secret, new_id, new_secret};
 use crate::domain::model::{Conversation, Person};
 use crate::domain::time::rfc3339;
 use crate::http::error::{ApiError, ApiResult};
+use crate::usecase::conversations as uc;
 
 pub fn routes(cfg: &mut utoipa_actix_web::service_config::ServiceConfig) {
     cfg.service(start).service(list);
-}
-
-/// A new conversation of `chatbot_id` and its visitor token; the visitor
-/// is named `display_name` or `Visitor NNNN`.
-pub async fn open(
-    st: &AppState,
-    chatbot_id: &str,
-    display_name: Option<String>,
-) -> ApiResult<(Conversation, String)> {
-    let display_name = match display_name {
-        Some(name) => name.trim().to_string(),
-        None => {
-            use rand::Rng;
-            format!("Visitor {:04}", rand::rng().random_range(0..10000))
-        }
-    };
-    let token = new_secret("vt");
-    let conv = Conversation {
-        id: new_id("conv"),
-        chatbot_id: chatbot_id.to_string(),
-        visitor: Person {
-            kind: "visitor".into(),
-            id: new_id("vs"),
-            display_name,
-        },
-        taken_over_by: None,
-        created_at: st.now_ms(),
-    };
-    st.store
-        .create_conversation(conv.clone(), hash_secret(&token))
-        .await?;
-    Ok((conv, token))
 }
 
 /// The widget page on a conversation: the visitor token rides in the
@@ -97,7 +65,7 @@ async fn start(bot: Bot, st: web::Data<AppState>, body: JsonBody) -> ApiResult<H
     let mut check = Check::new(&body.0, &["display_name"])?;
     check.text("display_name", 80, Need::Optional);
     let views::NewConversation { display_name } = check.typed()?;
-    let (conv, token) = open(&st, &bot.0.id, display_name).await?;
+    let (conv, token) = uc::open(&st, &bot.0.id, display_name).await?;
     Ok(HttpResponse::Created().json(StartedConversation {
         widget_url: widget_url(&st.public_url, &conv, &token),
         conversation_id: conv.id,
@@ -156,18 +124,7 @@ async fn list(
         None => None,
     };
     let now = st.now_ms();
-    let page = match search {
-        Some(query) => {
-            st.store
-                .search_conversations(&bot.0.id, query, limit, cursor, now)
-                .await?
-        }
-        None => {
-            st.store
-                .list_conversations(&bot.0.id, limit, cursor, now)
-                .await?
-        }
-    };
+    let page = uc::list(&st, &bot.0.id, search, limit, cursor, now).await?;
     let data = page
         .data
         .into_iter()

@@ -59,7 +59,7 @@ async fn create_conversation(
     let mut check = Check::new(&body.0, &["display_name"])?;
     check.text("display_name", 80, Need::Optional);
     let views::NewConversation { display_name } = check.typed()?;
-    let (conv, token) = super::conversations::open(&st, &bot.id, display_name).await?;
+    let (conv, token) = crate::usecase::conversations::open(&st, &bot.id, display_name).await?;
     Ok(HttpResponse::Created().json(json!({
         "conversation_id": conv.id,
         "visitor": conv.visitor,

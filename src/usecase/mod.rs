@@ -3,7 +3,9 @@
 //! typing), with their dependencies held in one value, [`Services`].
 
 pub mod bot;
+pub mod chatbots;
 pub mod content;
+pub mod conversations;
 pub mod endpoints;
 pub mod error;
 pub mod events;

@@ -1,0 +1,65 @@
+//! Conversations a chatbot opens or lists (§3, §16): a new conversation
+//! with its visitor token, and the chatbot's conversations, newest first,
+//! searched or not.
+
+use super::Services;
+use super::error::AppResult;
+use crate::domain::ids::{hash_secret, new_id, new_secret};
+use crate::domain::model::{Conversation, Person};
+use crate::store::{ConversationSummary, Page};
+
+/// A new conversation of `chatbot_id` and its visitor token; the visitor
+/// is named `display_name` or `Visitor NNNN`.
+pub async fn open(
+    st: &Services,
+    chatbot_id: &str,
+    display_name: Option<String>,
+) -> AppResult<(Conversation, String)> {
+    let display_name = match display_name {
+        Some(name) => name.trim().to_string(),
+        None => {
+            use rand::Rng;
+            format!("Visitor {:04}", rand::rng().random_range(0..10000))
+        }
+    };
+    let token = new_secret("vt");
+    let conv = Conversation {
+        id: new_id("conv"),
+        chatbot_id: chatbot_id.to_string(),
+        visitor: Person {
+            kind: "visitor".into(),
+            id: new_id("vs"),
+            display_name,
+        },
+        taken_over_by: None,
+        created_at: st.now_ms(),
+    };
+    st.store
+        .create_conversation(conv.clone(), hash_secret(&token))
+        .await?;
+    Ok((conv, token))
+}
+
+/// The chatbot's conversations, newest first; with `search`, those that
+/// match it.
+pub async fn list(
+    st: &Services,
+    chatbot_id: &str,
+    search: Option<String>,
+    limit: usize,
+    cursor: Option<String>,
+    now_ms: i64,
+) -> AppResult<Page<ConversationSummary>> {
+    Ok(match search {
+        Some(query) => {
+            st.store
+                .search_conversations(chatbot_id, query, limit, cursor, now_ms)
+                .await?
+        }
+        None => {
+            st.store
+                .list_conversations(chatbot_id, limit, cursor, now_ms)
+                .await?
+        }
+    })
+}
