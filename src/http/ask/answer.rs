@@ -12,14 +12,13 @@ use std::time::Duration;
 
 use actix_web::{HttpResponse, get, web};
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::json;
 use tokio::sync::broadcast::error::RecvError;
 
-use super::outcome;
-use crate::domain::status::InteractionStatus;
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::extract::Bot;
 use crate::http::{AppState, views};
+use crate::usecase::ask;
 
 /// The longest `wait`, below the idle timeouts of common proxies and clients.
 pub const MAX_WAIT_S: u64 = 50;
@@ -44,39 +43,6 @@ fn parse_wait(q: &AnswerQuery) -> Result<Duration, ApiError> {
     }
 }
 
-/// Closes the question as expired at its deadline, if it is still pending
-/// then (on this instance; after a restart the first reader closes it).
-pub(super) fn expire_at(st: web::Data<AppState>, interaction_id: String, expires_at: Option<i64>) {
-    let Some(at) = expires_at else { return };
-    tokio::spawn(async move {
-        let left = at.saturating_sub(st.now_ms()).max(0) as u64;
-        tokio::time::sleep(Duration::from_millis(left + 1)).await;
-        let _ = st
-            .store
-            .close_interaction(
-                &interaction_id,
-                InteractionStatus::Expired,
-                "expired",
-                st.now_ms(),
-            )
-            .await;
-    });
-}
-
-/// The answer object of an interaction, closing it first if its deadline
-/// has passed; null while it is pending.
-async fn settle(st: &AppState, i: &crate::domain::inbox::Interaction) -> ApiResult<Value> {
-    let now = st.now_ms();
-    if i.status == InteractionStatus::Pending && i.status_at(now) == InteractionStatus::Expired {
-        let closed = st
-            .store
-            .close_interaction(&i.id, InteractionStatus::Expired, "expired", now)
-            .await?;
-        return Ok(outcome(&closed.to_json(now)));
-    }
-    Ok(outcome(&i.to_json(now)))
-}
-
 /// The answer of an interaction, waiting up to `wait` seconds for it.
 #[utoipa::path(tag = "ask", params(AnswerQuery), responses(
     (status = 200, description = "The §7 answer object, or {\"answer\": \"pending\"} when wait passes first", body = views::AskOutcome),
@@ -93,8 +59,8 @@ pub(super) async fn answer(
     let until = tokio::time::Instant::now() + wait;
     // Subscribe before reading, so no answer committed in between slips by.
     let mut rx = st.hub.api.subscribe();
-    let i = st.store.get_interaction(&bot.0.id, &id).await?;
-    let v = settle(&st, &i).await?;
+    let i = ask::interaction(&st, &bot.0.id, &id).await?;
+    let v = ask::settle(&st, &i).await?;
     if !v.is_null() {
         return Ok(HttpResponse::Ok().json(v));
     }
@@ -131,15 +97,15 @@ pub(super) async fn answer(
             }
             _ = tokio::time::sleep_until(until) => {
                 // One last read: an answer may have come through another path.
-                let i = st.store.get_interaction(&bot.0.id, &id).await?;
-                let v = settle(&st, &i).await?;
+                let i = ask::interaction(&st, &bot.0.id, &id).await?;
+                let v = ask::settle(&st, &i).await?;
                 let v = if v.is_null() { json!({"answer": "pending"}) } else { v };
                 return Ok(HttpResponse::Ok().json(v));
             }
         };
         if reread {
-            let i = st.store.get_interaction(&bot.0.id, &id).await?;
-            let v = settle(&st, &i).await?;
+            let i = ask::interaction(&st, &bot.0.id, &id).await?;
+            let v = ask::settle(&st, &i).await?;
             if !v.is_null() {
                 return Ok(HttpResponse::Ok().json(v));
             }

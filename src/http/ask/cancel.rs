@@ -4,8 +4,6 @@
 
 use actix_web::{HttpResponse, post, web};
 
-use crate::domain::error::Rejection;
-use crate::domain::status::InteractionStatus;
 use crate::http::error::ApiResult;
 use crate::http::extract::Bot;
 use crate::http::{AppState, views};
@@ -22,26 +20,6 @@ pub(super) async fn cancel(
     st: web::Data<AppState>,
     id: web::Path<String>,
 ) -> ApiResult<HttpResponse> {
-    let i = st.store.get_interaction(&bot.0.id, &id).await?;
-    let now = st.now_ms();
-    match i.status_at(now) {
-        InteractionStatus::Pending => {}
-        InteractionStatus::Expired if i.status == InteractionStatus::Pending => {
-            // Past its deadline: it expires, as any reader would make it.
-            st.store
-                .close_interaction(&i.id, InteractionStatus::Expired, "expired", now)
-                .await?;
-            return Err(Rejection::NotPending.into());
-        }
-        _ => return Err(Rejection::NotPending.into()),
-    }
-    let closed = st
-        .store
-        .close_interaction(&i.id, InteractionStatus::Cancelled, "withdrawn", now)
-        .await?;
-    // An answer that won the race stands.
-    if closed.status != InteractionStatus::Cancelled {
-        return Err(Rejection::NotPending.into());
-    }
+    let closed = crate::usecase::ask::cancel(&st, &bot.0.id, &id).await?;
     Ok(HttpResponse::Ok().json(closed.to_json(st.now_ms())))
 }

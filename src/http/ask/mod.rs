@@ -23,11 +23,11 @@ use tokio::sync::broadcast;
 
 use super::extract::{Bot, JsonBody};
 use super::{AppState, views};
-use crate::domain::inbox::{self, NewInteraction};
+use crate::domain::inbox::NewInteraction;
 use crate::domain::model::Author;
-use crate::domain::status::InteractionStatus;
-use crate::http::error::{ApiError, ApiResult};
+use crate::http::error::ApiResult;
 use crate::hub::ApiEvent;
+use crate::usecase::ask as asking;
 use crate::usecase::content::{Content, new_message};
 use question::{parse, shape};
 
@@ -66,12 +66,7 @@ impl Drop for Waiter {
         };
         let st = self.st.clone();
         let id = self.interaction_id.clone();
-        rt.spawn(async move {
-            let _ = st
-                .store
-                .close_interaction(&id, InteractionStatus::Cancelled, "withdrawn", st.now_ms())
-                .await;
-        });
+        rt.spawn(async move { asking::withdraw(&st, &id).await });
     }
 }
 
@@ -85,21 +80,13 @@ impl Waiter {
                 Some(json!({"answer": "pending", "interaction_id": self.interaction_id}))
             }
             r = self.rx.recv() => match r {
-                Ok(e) if e.interaction_id == self.interaction_id => Some(outcome(&e.data)),
+                Ok(e) if e.interaction_id == self.interaction_id => Some(asking::outcome(&e.data)),
                 Ok(_) => None,
-                Err(_) => {
-                    // Lagged or closed: read the interaction from the store.
-                    let i = self.st.store.get_interaction(&self.chatbot_id, &self.interaction_id).await.ok()?;
-                    let now = self.st.now_ms();
-                    (i.status_at(now) != InteractionStatus::Pending).then(|| outcome(&i.to_json(now)))
-                }
+                // Lagged or closed: read the interaction from the store.
+                Err(_) => asking::answered(&self.st, &self.chatbot_id, &self.interaction_id).await,
             },
             _ = tokio::time::sleep_until(self.deadline) => {
-                let st = self.st.clone();
-                Some(match st.store.close_interaction(&self.interaction_id, InteractionStatus::Expired, "expired", st.now_ms()).await {
-                    Ok(i) => outcome(&i.to_json(st.now_ms())),
-                    Err(_) => json!({"answer": "expired"}),
-                })
+                Some(asking::expire(&self.st, &self.interaction_id).await)
             }
             _ = tick => {
                 // Several instances (PostgreSQL): their notifications wake
@@ -108,42 +95,10 @@ impl Waiter {
                 if !self.shared {
                     return None;
                 }
-                let i = self.st.store.get_interaction(&self.chatbot_id, &self.interaction_id).await.ok()?;
-                let now = self.st.now_ms();
-                (i.status_at(now) != InteractionStatus::Pending).then(|| outcome(&i.to_json(now)))
+                asking::answered(&self.st, &self.chatbot_id, &self.interaction_id).await
             }
         }
     }
-}
-
-/// What the asking client gets for an interaction as it now stands (null
-/// while it is pending).
-fn outcome(i: &Value) -> Value {
-    let status = i
-        .get("status")
-        .and_then(Value::as_str)
-        .and_then(|s| s.parse::<InteractionStatus>().ok());
-    match status {
-        Some(InteractionStatus::Answered) => {
-            inbox::ask_answer(i.get("response").unwrap_or(&Value::Null))
-        }
-        Some(InteractionStatus::Expired) => json!({"answer": "expired"}),
-        Some(InteractionStatus::Pending) => Value::Null,
-        Some(InteractionStatus::Cancelled) | None => json!({"answer": "withdrawn"}),
-    }
-}
-
-/// The outcome of posting the question; a refused question's attachment
-/// is removed again.
-async fn posted(
-    st: &AppState,
-    attachment: &Option<String>,
-    r: Result<(), crate::store::StoreError>,
-) -> Result<(), crate::store::StoreError> {
-    if let (Err(_), Some(id)) = (&r, attachment) {
-        let _ = st.store.delete_attachment(id).await;
-    }
-    r
 }
 
 /// Ask a person and wait for the answer.
@@ -160,10 +115,7 @@ async fn ask(
     cid: web::Path<String>,
     body: JsonBody,
 ) -> ApiResult<HttpResponse> {
-    let conv = st.store.get_conversation(&cid).await?;
-    if conv.chatbot_id != bot.0.id {
-        return Err(ApiError::not_found());
-    }
+    let conv = crate::usecase::bot::conversation(&st, &bot.0.id, &cid).await?;
     let mut q = parse(&body.0)?;
     let (blocks, kind, payload, spec) = shape(&q);
     let now = st.now_ms();
@@ -206,15 +158,13 @@ async fn ask(
     }
     if !q.wait {
         let expires_at = interaction.expires_at;
-        let r = st.store.insert_message(msg, None, vec![interaction]).await;
-        posted(&st, &attachment, r).await?;
-        answer::expire_at(st.clone(), interaction_id.clone(), expires_at);
+        asking::post(&st, msg, interaction, attachment.as_deref()).await?;
+        asking::expire_at(st.clone().into_inner(), interaction_id.clone(), expires_at);
         return Ok(HttpResponse::Accepted().json(json!({"interaction_id": interaction_id})));
     }
     // Subscribe before the question exists, so no answer can slip by.
     let rx = st.hub.api.subscribe();
-    let r = st.store.insert_message(msg, None, vec![interaction]).await;
-    posted(&st, &attachment, r).await?;
+    asking::post(&st, msg, interaction, attachment.as_deref()).await?;
     let interaction_id_header = interaction_id.clone();
     let waiter = Waiter {
         st: st.clone(),
