@@ -14,6 +14,9 @@ use crate::domain::ids::hash_secret;
 use crate::domain::model::{Chatbot, Conversation};
 use crate::domain::origins::AllowedOrigins;
 use crate::http::error::ApiError;
+use crate::store::StoreError;
+use crate::usecase::access;
+use crate::usecase::error::AppError;
 
 pub const WIDGET_LIMIT: usize = 64 * 1024;
 pub const API_LIMIT: usize = 1024 * 1024;
@@ -263,18 +266,18 @@ impl FromRequest for Bot {
             if let Some(id) = act_for
                 && is_admin(&st, &hash)
             {
-                return match st.store.get_chatbot(&id).await {
+                return match crate::usecase::chatbots::get(&st, &id).await {
                     Ok(b) => Ok(Bot(b)),
-                    Err(crate::store::StoreError::NotFound) => Err(ApiError::not_found()),
+                    Err(AppError::Store(StoreError::NotFound)) => Err(ApiError::not_found()),
                     Err(e) => Err(e.into()),
                 };
             }
-            match st.store.chatbot_by_key(&hash).await {
+            match access::chatbot_by_key(&st, &hash).await {
                 Ok(b) => {
                     super::guard::api_key(&st, &b.id)?;
                     Ok(Bot(b))
                 }
-                Err(crate::store::StoreError::NotFound) => Err(ApiError::unauthorized()),
+                Err(AppError::Store(StoreError::NotFound)) => Err(ApiError::unauthorized()),
                 Err(e) => Err(e.into()),
             }
         })
@@ -313,12 +316,12 @@ impl FromRequest for Visitor {
         Box::pin(async move {
             let st = st?;
             let hash = token.ok_or_else(ApiError::unauthorized)?;
-            match st.store.conversation_by_token(&hash).await {
+            match access::conversation_by_token(&st, &hash).await {
                 Ok((c, origins)) => {
                     check_origin(origin.as_deref(), &origins)?;
                     Ok(Visitor(c))
                 }
-                Err(crate::store::StoreError::NotFound) => Err(ApiError::unauthorized()),
+                Err(AppError::Store(StoreError::NotFound)) => Err(ApiError::unauthorized()),
                 Err(e) => Err(e.into()),
             }
         })

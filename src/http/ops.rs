@@ -23,7 +23,7 @@ async fn healthz() -> HttpResponse {
 #[utoipa::path(tag = "ops", responses((status = 200, description = "ready", body = views::Status), (status = 503, description = "the store does not answer", content_type = "application/problem+json", body = crate::http::error::Problem)))]
 #[get("/readyz")]
 async fn readyz(st: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
-    match st.store.queue_stats().await {
+    match crate::usecase::access::queue_stats(&st).await {
         Ok(_) => Ok(HttpResponse::Ok().json(json!({"status": "ready"}))),
         Err(e) => Err(ApiError::Unavailable(e.to_string())),
     }
@@ -33,7 +33,7 @@ async fn readyz(st: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
 #[utoipa::path(tag = "ops", responses((status = 200, description = "Prometheus text format", content_type = "text/plain", body = String)))]
 #[get("/metrics")]
 async fn metrics_text(st: web::Data<AppState>) -> HttpResponse {
-    if let Ok(q) = st.store.queue_stats().await {
+    if let Ok(q) = crate::usecase::access::queue_stats(&st).await {
         let age = q
             .oldest_pending_created_at
             .map(|t| (st.now_ms() - t).max(0) as f64 / 1000.0)

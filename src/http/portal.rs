@@ -21,6 +21,8 @@ use crate::domain::origins::AllowedOrigins;
 use crate::domain::time::rfc3339;
 use crate::domain::token::portal::{PortalGrant, PortalKind};
 use crate::http::error::{ApiError, ApiResult, FieldError};
+use crate::store::StoreError;
+use crate::usecase::error::AppError;
 
 pub const TTL_MIN: Duration = Duration::from_secs(60);
 pub const TTL_MAX: Duration = Duration::from_secs(7 * 86400);
@@ -159,7 +161,7 @@ async fn open_session(st: web::Data<AppState>, body: JsonBody) -> ApiResult<Http
     if grant.expires_at <= st.now_ms() {
         return Err(expired());
     }
-    let bot = st.store.get_chatbot(&grant.chatbot_id).await?;
+    let bot = crate::usecase::chatbots::get(&st, &grant.chatbot_id).await?;
     let session = st.server_key.issue_portal(PortalKind::Session, &grant);
     Ok(HttpResponse::Created().json(json!({
         "session": session,
@@ -216,9 +218,9 @@ pub async fn session_bot(
             "this portal link is read-only: it shows deliveries and changes nothing",
         ));
     }
-    match st.store.get_chatbot(&grant.chatbot_id).await {
+    match crate::usecase::chatbots::get(st, &grant.chatbot_id).await {
         Ok(b) => Ok(b),
-        Err(crate::store::StoreError::NotFound) => Err(ApiError::unauthorized()),
+        Err(AppError::Store(StoreError::NotFound)) => Err(ApiError::unauthorized()),
         Err(e) => Err(e.into()),
     }
 }
@@ -232,7 +234,7 @@ async fn shell(req: HttpRequest) -> HttpResponse {
 
 /// `/portal/cb_…#<token>`: framed only from the chatbot's allowed origins.
 async fn page(req: HttpRequest, st: web::Data<AppState>, id: web::Path<String>) -> HttpResponse {
-    let ancestors = match st.store.get_chatbot(&id).await {
+    let ancestors = match crate::usecase::chatbots::get(&st, &id).await {
         Ok(bot) => frame_ancestors(&bot.allowed_origins),
         Err(_) => "frame-ancestors 'none'".to_string(),
     };

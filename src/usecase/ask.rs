@@ -10,6 +10,7 @@ use serde_json::{Value, json};
 
 use super::Services;
 use super::error::AppResult;
+use crate::domain::attachment::Attachment;
 use crate::domain::error::Rejection;
 use crate::domain::inbox::{self, Interaction, NewInteraction};
 use crate::domain::model::Message;
@@ -140,4 +141,15 @@ pub async fn cancel(st: &Services, chatbot_id: &str, id: &str) -> AppResult<Inte
         return Err(Rejection::NotPending.into());
     }
     Ok(closed)
+}
+
+/// Stores a question's file (before its message: a refused question
+/// removes it again, see [`post`]).
+pub async fn save_attachment(st: &Services, a: Attachment) -> AppResult<()> {
+    Ok(st.store.insert_attachment(a).await?)
+}
+
+/// A stored file, whoever asks: the caller checks it is theirs.
+pub async fn attachment(st: &Services, id: &str) -> AppResult<Attachment> {
+    Ok(st.store.get_attachment(id).await?)
 }

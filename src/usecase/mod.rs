@@ -2,6 +2,7 @@
 //! the delivery worker both need (applying a reply, building messages,
 //! typing), with their dependencies held in one value, [`Services`].
 
+pub mod access;
 pub mod ask;
 pub mod bot;
 pub mod chatbots;

@@ -47,8 +47,9 @@ pub(super) async fn store(
         size: upload.data.len() as u64,
         url: format!("{}/widget/v1/attachments/{id}", st.public_url),
     });
-    st.store
-        .insert_attachment(Attachment {
+    crate::usecase::ask::save_attachment(
+        st,
+        Attachment {
             id: id.clone(),
             chatbot_id: chatbot_id.to_string(),
             conversation_id: msg.conversation_id.clone(),
@@ -57,8 +58,9 @@ pub(super) async fn store(
             content_type: upload.content_type,
             data: upload.data,
             created_at: now_ms,
-        })
-        .await?;
+        },
+    )
+    .await?;
     Ok(id)
 }
 
@@ -94,7 +96,7 @@ async fn widget_attachment(
     st: web::Data<AppState>,
     id: web::Path<String>,
 ) -> ApiResult<HttpResponse> {
-    let a = st.store.get_attachment(&id).await?;
+    let a = crate::usecase::ask::attachment(&st, &id).await?;
     if a.conversation_id != visitor.0.id {
         return Err(ApiError::not_found());
     }
@@ -111,7 +113,7 @@ async fn api_attachment(
     st: web::Data<AppState>,
     id: web::Path<String>,
 ) -> ApiResult<HttpResponse> {
-    let a = st.store.get_attachment(&id).await?;
+    let a = crate::usecase::ask::attachment(&st, &id).await?;
     if a.chatbot_id != bot.0.id {
         return Err(ApiError::not_found());
     }

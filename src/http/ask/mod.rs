@@ -173,7 +173,7 @@ async fn ask(
         rx,
         deadline: tokio::time::Instant::now() + q.timeout,
         done: false,
-        shared: st.store.shared(),
+        shared: crate::usecase::access::shared(&st),
     };
     let body = futures_util::stream::unfold(Some(waiter), |w| async move {
         let mut w = w?;
