@@ -52,7 +52,7 @@ async fn list_messages(
     let conv = conversation(&st, &bot, &cid).await?;
     let scope = format!("messages:{cid}");
     let (limit, cursor) = q.parse(&st, &scope)?;
-    let page = uc::messages(&st, &cid, limit, cursor).await?;
+    let page = crate::usecase::conversations::messages(&st, &cid, limit, cursor).await?;
     let data = page
         .data
         .into_iter()

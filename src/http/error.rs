@@ -238,13 +238,11 @@ impl ResponseError for ApiError {
 /// decision becomes an HTTP status (its code and title are the domain's).
 impl From<Rejection> for ApiError {
     fn from(r: Rejection) -> Self {
-        let status = match &r {
-            Rejection::Invalid(_) => return ApiError::Validation(rejected_fields(r)),
+        let status = match r {
+            Rejection::Invalid(errs) => return ApiError::Validation(errs),
             Rejection::NotFound => return ApiError::not_found(),
             Rejection::DialogPending { interaction_id } => {
-                return ApiError::DialogPending {
-                    interaction_id: interaction_id.clone(),
-                };
+                return ApiError::DialogPending { interaction_id };
             }
             Rejection::BlockDisabled | Rejection::NotPending | Rejection::IdempotencyConflict => {
                 StatusCode::CONFLICT
@@ -253,13 +251,6 @@ impl From<Rejection> for ApiError {
             Rejection::LinkButton | Rejection::TypeMismatch(_) => StatusCode::UNPROCESSABLE_ENTITY,
         };
         ApiError::new(status, r.code(), r.title(), r.to_string())
-    }
-}
-
-fn rejected_fields(r: Rejection) -> Vec<FieldError> {
-    match r {
-        Rejection::Invalid(errs) => errs,
-        _ => Vec::new(),
     }
 }
 

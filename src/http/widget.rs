@@ -54,7 +54,7 @@ async fn create_conversation(
     body: JsonBody,
 ) -> ApiResult<HttpResponse> {
     super::guard::conversation(&st, &req)?;
-    let bot = widget::chatbot(&st, &chatbot_id).await?;
+    let bot = crate::usecase::chatbots::get(&st, &chatbot_id).await?;
     check_origin(origin(&req), &bot.allowed_origins)?;
     let mut check = Check::new(&body.0, &["display_name"])?;
     check.text("display_name", 80, Need::Optional);
@@ -87,8 +87,8 @@ async fn list_messages(
     own(&v, &cid)?;
     let scope = format!("messages:{cid}");
     let (limit, cursor) = q.parse(&st, &scope)?;
-    let bot = widget::chatbot(&st, &v.0.chatbot_id).await?;
-    let page = widget::messages(&st, &cid, limit, cursor).await?;
+    let bot = crate::usecase::chatbots::get(&st, &v.0.chatbot_id).await?;
+    let page = crate::usecase::conversations::messages(&st, &cid, limit, cursor).await?;
     let data = page
         .data
         .into_iter()

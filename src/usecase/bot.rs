@@ -1,12 +1,11 @@
 //! What a chatbot's backend does with its key (§4): post a message into a
-//! conversation, read its messages, take it over, erase it. What follows a
+//! conversation, take it over, erase it. What follows a
 //! commit (typing ended, the erasure announced) is done here.
 
 use super::Services;
 use super::content::{Content, new_message};
 use super::error::{AppError, AppResult};
 use crate::domain::model::{Author, Conversation, Message, Person};
-use crate::store::Page;
 
 /// The conversation, if it belongs to the chatbot (`NotFound` otherwise).
 pub async fn conversation(st: &Services, chatbot_id: &str, cid: &str) -> AppResult<Conversation> {
@@ -33,16 +32,6 @@ pub async fn post_message(
         .await?;
     super::typing::stop_typing_if_shown(st, &conv.id).await;
     Ok(msg)
-}
-
-/// A page of the conversation's messages, newest first.
-pub async fn messages(
-    st: &Services,
-    cid: &str,
-    limit: usize,
-    cursor: Option<i64>,
-) -> AppResult<Page<Message>> {
-    Ok(st.store.list_messages(cid, limit, cursor).await?)
 }
 
 /// A person takes the conversation over: every block of it turns off.

@@ -1,11 +1,11 @@
-//! Conversations a chatbot opens or lists (§3, §16): a new conversation
-//! with its visitor token, and the chatbot's conversations, newest first,
-//! searched or not.
+//! Conversations (§3, §16): a new one with its visitor token, the
+//! chatbot's conversations, newest first, searched or not, and a
+//! conversation's messages.
 
 use super::Services;
 use super::error::AppResult;
 use crate::domain::ids::{hash_secret, new_id, new_secret};
-use crate::domain::model::{Conversation, Person};
+use crate::domain::model::{Conversation, Message, Person};
 use crate::store::{ConversationSummary, Page};
 
 /// A new conversation of `chatbot_id` and its visitor token; the visitor
@@ -62,4 +62,18 @@ pub async fn list(
                 .await?
         }
     })
+}
+
+/// A page of the conversation's messages, newest first (the widget's and
+/// the bot API's lists alike).
+pub async fn messages(
+    st: &Services,
+    conversation_id: &str,
+    limit: usize,
+    cursor: Option<i64>,
+) -> AppResult<Page<Message>> {
+    Ok(st
+        .store
+        .list_messages(conversation_id, limit, cursor)
+        .await?)
 }

@@ -1,5 +1,5 @@
-//! What a visitor does through the widget (§3): read the conversation's
-//! messages, post a message, click a button or submit a form. Each write
+//! What a visitor does through the widget (§3): post a message, click a
+//! button or submit a form. Each write
 //! goes to the store once; what follows its commit (metrics, typing) is
 //! done here, for every caller alike.
 
@@ -9,27 +9,9 @@ use super::error::AppResult;
 use crate::domain::events::{self, Base};
 use crate::domain::ids::new_id;
 use crate::domain::interact::Action;
-use crate::domain::model::{Author, Chatbot, Conversation, Message};
+use crate::domain::model::{Author, Conversation, Message};
 use crate::domain::time::rfc3339;
-use crate::store::{InteractRequest, Interacted, NewEvent, Page};
-
-/// The chatbot a widget request names.
-pub async fn chatbot(st: &Services, id: &str) -> AppResult<Chatbot> {
-    Ok(st.store.get_chatbot(id).await?)
-}
-
-/// A page of the conversation's messages, newest first.
-pub async fn messages(
-    st: &Services,
-    conversation_id: &str,
-    limit: usize,
-    cursor: Option<i64>,
-) -> AppResult<Page<Message>> {
-    Ok(st
-        .store
-        .list_messages(conversation_id, limit, cursor)
-        .await?)
-}
+use crate::store::{InteractRequest, Interacted, NewEvent};
 
 /// The visitor's message, stored with its `message.received` event.
 pub async fn post_message(
