@@ -1,6 +1,7 @@
 //! The file an ask may carry (API §7): checked at the boundary, stored with
 //! its question, listed on the message as an [`AttachmentRef`].
 
+use crate::domain::ids::{ChatbotId, ConversationId, MessageId};
 use base64::Engine;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -34,9 +35,9 @@ pub struct Upload {
 #[derive(Debug, Clone)]
 pub struct Attachment {
     pub id: String,
-    pub chatbot_id: String,
-    pub conversation_id: String,
-    pub message_id: String,
+    pub chatbot_id: ChatbotId,
+    pub conversation_id: ConversationId,
+    pub message_id: MessageId,
     pub filename: String,
     pub content_type: String,
     pub data: Vec<u8>,

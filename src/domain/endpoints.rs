@@ -4,6 +4,7 @@
 //! others. This module holds what an endpoint is and the one rule that
 //! decides whether an event goes to it; storage and HTTP live elsewhere.
 
+use crate::domain::ids::{ChatbotId, EndpointId};
 use serde_json::Value;
 
 use crate::domain::model::Chatbot;
@@ -135,8 +136,8 @@ fn same(a: &Value, b: &Value) -> bool {
 /// row, when it has one.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Endpoint {
-    pub id: String,
-    pub chatbot_id: String,
+    pub id: EndpointId,
+    pub chatbot_id: ChatbotId,
     pub is_default: bool,
     pub url: String,
     pub description: String,
@@ -213,15 +214,15 @@ impl Endpoint {
 
     /// A new endpoint of `chatbot_id` from a checked create body.
     pub fn new(
-        id: String,
-        chatbot_id: &str,
+        id: EndpointId,
+        chatbot_id: &ChatbotId,
         change: EndpointChange,
         signing_secret: String,
         now_ms: i64,
     ) -> Self {
         let mut ep = Endpoint {
             id,
-            chatbot_id: chatbot_id.to_string(),
+            chatbot_id: chatbot_id.clone(),
             is_default: false,
             url: String::new(),
             description: String::new(),
@@ -318,15 +319,17 @@ impl Endpoint {
 
 /// The id of a chatbot's default endpoint: `ep_` and the chatbot id's
 /// 26 characters (derived, never stored).
-pub fn default_endpoint_id(chatbot_id: &str) -> String {
+pub fn default_endpoint_id(chatbot_id: &str) -> EndpointId {
     let tail = chatbot_id.strip_prefix("cb_").unwrap_or(chatbot_id);
-    format!("ep_{tail}")
+    EndpointId::stored(format!("ep_{tail}"))
 }
 
 /// The chatbot id of a default endpoint id (the inverse of
 /// [`default_endpoint_id`]).
-pub fn chatbot_of_default(endpoint_id: &str) -> Option<String> {
-    endpoint_id.strip_prefix("ep_").map(|t| format!("cb_{t}"))
+pub fn chatbot_of_default(endpoint_id: &str) -> Option<ChatbotId> {
+    endpoint_id
+        .strip_prefix("ep_")
+        .map(|t| ChatbotId::stored(format!("cb_{t}")))
 }
 
 #[cfg(test)]
@@ -408,7 +411,13 @@ mod tests {
             url: Some("https://a.example/h".into()),
             ..Default::default()
         };
-        Endpoint::new("ep_1".into(), "cb_1", change, "whsec_s".into(), 10)
+        Endpoint::new(
+            EndpointId::stored("ep_1"),
+            &ChatbotId::stored("cb_1"),
+            change,
+            "whsec_s".into(),
+            10,
+        )
     }
 
     fn change(v: Value) -> EndpointChange {
@@ -451,7 +460,7 @@ mod tests {
     #[test]
     fn the_default_endpoint_is_its_chatbot_with_its_settings() {
         let bot = Chatbot {
-            id: "cb_01JZYA7M3T0000000000000000".into(),
+            id: ChatbotId::stored("cb_01JZYA7M3T0000000000000000"),
             name: "n".into(),
             webhook_url: "https://hook.example/".into(),
             retention_ms: 1,

@@ -2,6 +2,7 @@
 //! question asked with `ask`) as an item a reviewer can answer. Pure
 //! conversions between answers, actions and the recorded response.
 
+use crate::domain::ids::{ChatbotId, ConversationId, InteractionId, MessageId};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
@@ -46,10 +47,10 @@ pub struct Spec {
 /// An interaction to store with its message.
 #[derive(Debug, Clone)]
 pub struct NewInteraction {
-    pub id: String,
-    pub chatbot_id: String,
-    pub conversation_id: String,
-    pub message_id: String,
+    pub id: InteractionId,
+    pub chatbot_id: ChatbotId,
+    pub conversation_id: ConversationId,
+    pub message_id: MessageId,
     pub kind: &'static str,
     pub prompt: String,
     pub payload: Value,
@@ -61,10 +62,10 @@ pub struct NewInteraction {
 /// A stored interaction.
 #[derive(Debug, Clone)]
 pub struct Interaction {
-    pub id: String,
-    pub chatbot_id: String,
-    pub conversation_id: String,
-    pub message_id: String,
+    pub id: InteractionId,
+    pub chatbot_id: ChatbotId,
+    pub conversation_id: ConversationId,
+    pub message_id: MessageId,
     pub kind: String,
     pub status: InteractionStatus,
     pub prompt: String,
@@ -111,7 +112,7 @@ impl Interaction {
 /// The interactions of a new bot message: one per interactive block.
 pub fn from_message(
     msg: &Message,
-    chatbot_id: &str,
+    chatbot_id: &ChatbotId,
     expires_at: Option<i64>,
 ) -> Vec<NewInteraction> {
     let mut out = Vec::new();
@@ -159,8 +160,8 @@ pub fn from_message(
             }
         };
         out.push(NewInteraction {
-            id: crate::domain::ids::new_id("int"),
-            chatbot_id: chatbot_id.to_string(),
+            id: crate::domain::ids::InteractionId::generate(),
+            chatbot_id: chatbot_id.clone(),
             conversation_id: msg.conversation_id.clone(),
             message_id: msg.id.clone(),
             kind,
@@ -437,7 +438,7 @@ pub fn after_reply(
     existing: Vec<Interaction>,
     msg: &Message,
     deleted: bool,
-    chatbot_id: &str,
+    chatbot_id: &ChatbotId,
     window_ms: i64,
     now_ms: i64,
 ) -> (Vec<Interaction>, Vec<NewInteraction>) {
@@ -469,7 +470,7 @@ pub fn after_reply(
 pub fn after_replace(
     existing: &[Interaction],
     msg: &Message,
-    chatbot_id: &str,
+    chatbot_id: &ChatbotId,
     expires_at: Option<i64>,
     now_ms: i64,
 ) -> (Vec<Interaction>, Vec<NewInteraction>) {

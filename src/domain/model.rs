@@ -4,13 +4,14 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::domain::blocks::Block;
+use crate::domain::ids::{ChatbotId, ConversationId, MessageId};
 use crate::domain::origins::AllowedOrigins;
 use crate::domain::time::rfc3339;
 
 /// A chatbot as stored (secrets hashed, durations in milliseconds).
 #[derive(Debug, Clone)]
 pub struct Chatbot {
-    pub id: String,
+    pub id: ChatbotId,
     pub name: String,
     pub webhook_url: String,
     pub retention_ms: i64,
@@ -60,8 +61,8 @@ pub struct Person {
 
 #[derive(Debug, Clone)]
 pub struct Conversation {
-    pub id: String,
-    pub chatbot_id: String,
+    pub id: ConversationId,
+    pub chatbot_id: ChatbotId,
     pub visitor: Person,
     pub taken_over_by: Option<Person>,
     pub created_at: i64,
@@ -83,8 +84,8 @@ impl Author {
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Message {
-    pub id: String,
-    pub conversation_id: String,
+    pub id: MessageId,
+    pub conversation_id: ConversationId,
     pub author: Author,
     pub text: Option<String>,
     pub blocks: Vec<Block>,

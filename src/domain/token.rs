@@ -9,15 +9,17 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use hmac::{Hmac, Mac};
 use sha2::Sha256;
 
+use crate::domain::ids::{ConversationId, EventId, MessageId};
+
 pub mod portal;
 
 /// What a token grants.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Grant {
     /// The event the token was issued with (also the key of its use count).
-    pub event_id: String,
-    pub message_id: String,
-    pub conversation_id: String,
+    pub event_id: EventId,
+    pub message_id: MessageId,
+    pub conversation_id: ConversationId,
     /// Milliseconds since the epoch after which the token is expired.
     pub expires_at: i64,
     /// `true` when the event is `message.received`: replies post new messages.
@@ -90,9 +92,9 @@ impl TokenKey {
         let text = String::from_utf8(body).ok()?;
         let mut parts = text.split('|');
         let g = Grant {
-            event_id: parts.next()?.to_string(),
-            message_id: parts.next()?.to_string(),
-            conversation_id: parts.next()?.to_string(),
+            event_id: EventId::stored(parts.next()?),
+            message_id: MessageId::stored(parts.next()?),
+            conversation_id: ConversationId::stored(parts.next()?),
             expires_at: parts.next()?.parse().ok()?,
             new_message_only: parts.next()? == "1",
         };
@@ -202,9 +204,9 @@ mod tests {
 
     fn grant() -> Grant {
         Grant {
-            event_id: "evt_1".into(),
-            message_id: "m_1".into(),
-            conversation_id: "conv_1".into(),
+            event_id: EventId::stored("evt_1"),
+            message_id: MessageId::stored("m_1"),
+            conversation_id: ConversationId::stored("conv_1"),
             expires_at: 42,
             new_message_only: false,
         }

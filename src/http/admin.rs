@@ -5,7 +5,7 @@ use serde_json::{Value, json};
 use std::time::Duration;
 
 use super::check::{Check, Need};
-use super::extract::{Admin, JsonBody, collection};
+use super::extract::{Admin, JsonBody, collection, path_id};
 use super::{AppState, views};
 use crate::domain::endpoints::default_endpoint_id;
 use crate::domain::model::Chatbot;
@@ -137,7 +137,7 @@ async fn get_chatbot(
     st: web::Data<AppState>,
     id: web::Path<String>,
 ) -> ApiResult<HttpResponse> {
-    let bot = uc::get(&st, &id).await?;
+    let bot = uc::get(&st, &path_id(&id)?).await?;
     Ok(HttpResponse::Ok().json(bot.to_json()))
 }
 
@@ -152,7 +152,7 @@ async fn update_chatbot(
     id: web::Path<String>,
     body: JsonBody,
 ) -> ApiResult<HttpResponse> {
-    let bot = uc::get(&st, &id).await?;
+    let bot = uc::get(&st, &path_id(&id)?).await?;
     let mut check = Check::new(
         &body.0,
         &[
@@ -195,12 +195,12 @@ async fn rotate_secret(
     st: web::Data<AppState>,
     id: web::Path<String>,
 ) -> ApiResult<HttpResponse> {
-    let secret = rotate(&st, &id).await?;
+    let secret = rotate(&st, &path_id(&id)?).await?;
     Ok(HttpResponse::Ok().json(json!({"signing_secret": secret})))
 }
 
 /// A new signing secret for chatbot `id` (its default endpoint's); the
 /// old one signs too for 24 h.
-pub async fn rotate(st: &AppState, id: &str) -> ApiResult<String> {
+pub async fn rotate(st: &AppState, id: &crate::domain::ids::ChatbotId) -> ApiResult<String> {
     Ok(crate::usecase::endpoints::rotate(st, id, &default_endpoint_id(id)).await?)
 }

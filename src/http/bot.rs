@@ -4,7 +4,7 @@ use actix_web::{HttpResponse, delete, get, post, web};
 use serde_json::json;
 
 use super::check::{Check, Need};
-use super::extract::{Bot, JsonBody, PageQuery, sealed_page};
+use super::extract::{Bot, JsonBody, PageQuery, path_id, sealed_page};
 use super::{AppState, views};
 use crate::domain::model::{Conversation, Person};
 use crate::http::error::ApiResult;
@@ -20,9 +20,10 @@ pub fn routes(cfg: &mut utoipa_actix_web::service_config::ServiceConfig) {
         .service(erase_conversation);
 }
 
-/// The conversation, if it belongs to this chatbot (404 otherwise).
+/// The conversation of the path, if it belongs to this chatbot (404
+/// otherwise, and for an id that is not a conversation's).
 async fn conversation(st: &AppState, bot: &Bot, cid: &str) -> ApiResult<Conversation> {
-    Ok(uc::conversation(st, &bot.0.id, cid).await?)
+    Ok(uc::conversation(st, &bot.0.id, &path_id(cid)?).await?)
 }
 
 /// Post a bot message with optional `actions` and `form` blocks.
@@ -52,7 +53,7 @@ async fn list_messages(
     let conv = conversation(&st, &bot, &cid).await?;
     let scope = format!("messages:{cid}");
     let (limit, cursor) = q.parse(&st, &scope)?;
-    let page = crate::usecase::conversations::messages(&st, &cid, limit, cursor).await?;
+    let page = crate::usecase::conversations::messages(&st, &conv.id, limit, cursor).await?;
     let data = page
         .data
         .into_iter()
@@ -74,7 +75,7 @@ async fn takeover(
     cid: web::Path<String>,
     body: JsonBody,
 ) -> ApiResult<HttpResponse> {
-    conversation(&st, &bot, &cid).await?;
+    let conv = conversation(&st, &bot, &cid).await?;
     let mut check = Check::new(&body.0, &["member"])?;
     check.nested("member", &["id", "display_name"], |m| {
         m.text("id", 200, Need::Optional)
@@ -89,8 +90,8 @@ async fn takeover(
         id,
         display_name,
     };
-    uc::takeover(&st, &cid, person.clone()).await?;
-    Ok(HttpResponse::Ok().json(json!({"conversation_id": cid.as_str(), "taken_over_by": person})))
+    uc::takeover(&st, &conv.id, person.clone()).await?;
+    Ok(HttpResponse::Ok().json(json!({"conversation_id": conv.id, "taken_over_by": person})))
 }
 
 /// The chatbot this key belongs to (name, endpoint URL; no secret), so that
@@ -111,7 +112,7 @@ async fn erase_conversation(
     st: web::Data<AppState>,
     cid: web::Path<String>,
 ) -> ApiResult<HttpResponse> {
-    conversation(&st, &bot, &cid).await?;
-    uc::erase(&st, &bot.0.id, &cid).await?;
+    let conv = conversation(&st, &bot, &cid).await?;
+    uc::erase(&st, &bot.0.id, &conv.id).await?;
     Ok(HttpResponse::NoContent().finish())
 }

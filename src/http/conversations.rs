@@ -68,7 +68,7 @@ async fn start(bot: Bot, st: web::Data<AppState>, body: JsonBody) -> ApiResult<H
     let (conv, token) = uc::open(&st, &bot.0.id, display_name).await?;
     Ok(HttpResponse::Created().json(StartedConversation {
         widget_url: widget_url(&st.public_url, &conv, &token),
-        conversation_id: conv.id,
+        conversation_id: conv.id.into_string(),
         visitor: conv.visitor,
         visitor_token: token,
     }))

@@ -9,7 +9,7 @@ use serde::Serialize;
 use serde_json::{Value, json};
 use utoipa::ToSchema;
 
-use super::extract::{Bot, JsonBody, PageQuery, sealed_page};
+use super::extract::{Bot, JsonBody, PageQuery, path_id, sealed_page};
 use super::{AppState, views};
 use crate::http::error::ApiResult;
 use crate::usecase::endpoints as uc;
@@ -117,7 +117,7 @@ async fn get_endpoint(
     st: web::Data<AppState>,
     id: web::Path<String>,
 ) -> ApiResult<HttpResponse> {
-    let ep = uc::get(&st, &bot.0.id, &id).await?;
+    let ep = uc::get(&st, &bot.0.id, &path_id(&id)?).await?;
     Ok(HttpResponse::Ok().json(ep.to_json()))
 }
 
@@ -133,7 +133,7 @@ async fn update_endpoint(
     id: web::Path<String>,
     body: JsonBody,
 ) -> ApiResult<HttpResponse> {
-    let ep = uc::update(&st, &bot.0.id, &id, &body.0).await?;
+    let ep = uc::update(&st, &bot.0.id, &path_id(&id)?, &body.0).await?;
     Ok(HttpResponse::Ok().json(ep.to_json()))
 }
 
@@ -146,7 +146,7 @@ async fn delete_endpoint(
     st: web::Data<AppState>,
     id: web::Path<String>,
 ) -> ApiResult<HttpResponse> {
-    uc::delete(&st, &bot.0.id, &id).await?;
+    uc::delete(&st, &bot.0.id, &path_id(&id)?).await?;
     Ok(HttpResponse::NoContent().finish())
 }
 
@@ -160,6 +160,6 @@ async fn rotate_endpoint_secret(
     st: web::Data<AppState>,
     id: web::Path<String>,
 ) -> ApiResult<HttpResponse> {
-    let secret = uc::rotate(&st, &bot.0.id, &id).await?;
+    let secret = uc::rotate(&st, &bot.0.id, &path_id(&id)?).await?;
     Ok(HttpResponse::Ok().json(json!({"signing_secret": secret})))
 }

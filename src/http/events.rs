@@ -6,7 +6,7 @@ use base64::Engine;
 use serde_json::{Value, json};
 
 use super::check::Check;
-use super::extract::{Bot, JsonBody, PageQuery, sealed_page};
+use super::extract::{Bot, JsonBody, PageQuery, path_id, sealed_page};
 use super::{AppState, views};
 use crate::domain::endpoints::default_endpoint_id;
 use crate::domain::status::EventStatus;
@@ -71,7 +71,7 @@ pub(super) fn attempt_json(chatbot_id: &str, a: &AttemptRow) -> Value {
         .and_then(|h| serde_json::from_str::<Value>(h).ok());
     let endpoint_id = match &a.endpoint_id {
         Some(id) => id.clone(),
-        None => default_endpoint_id(chatbot_id),
+        None => default_endpoint_id(chatbot_id).into_string(),
     };
     json!({
         "endpoint_id": endpoint_id,
@@ -167,7 +167,7 @@ async fn get_event(
     st: web::Data<AppState>,
     id: web::Path<String>,
 ) -> ApiResult<HttpResponse> {
-    let d = events::get(&st, &bot.0.id, &id).await?;
+    let d = events::get(&st, &bot.0.id, &path_id(&id)?).await?;
     let bid = bot.0.id.as_str();
     let mut v = event_json(&d.event);
     v["deliveries"] = d
@@ -175,7 +175,7 @@ async fn get_event(
         .iter()
         .map(|x| {
             json!({
-                "endpoint_id": x.endpoint_id.clone().unwrap_or_else(|| default_endpoint_id(bid)),
+                "endpoint_id": x.endpoint_id.clone().unwrap_or_else(|| default_endpoint_id(bid).into_string()),
                 "status": x.status.as_str(),
                 "attempts": x.attempts,
             })
@@ -199,7 +199,7 @@ async fn redeliver(
     endpoint_field(&mut check);
     let views::RedeliverOne { endpoint_id } = check.typed()?;
     let endpoint = endpoint_id.map(|e| endpoint_sel(&bot.0.id, &e));
-    events::redeliver(&st, &bot.0.id, &id, endpoint).await?;
+    events::redeliver(&st, &bot.0.id, &path_id(&id)?, endpoint).await?;
     Ok(HttpResponse::Accepted()
         .json(json!({"event_id": id.as_str(), "status": EventStatus::Pending.as_str()})))
 }
@@ -286,7 +286,7 @@ async fn test_endpoint(
 /// Queues a `webhook.test` of its own lane to one endpoint.
 async fn send_test(
     st: &AppState,
-    chatbot_id: &str,
+    chatbot_id: &crate::domain::ids::ChatbotId,
     endpoint: EndpointSel,
     trace: Option<String>,
 ) -> ApiResult<HttpResponse> {

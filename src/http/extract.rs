@@ -10,7 +10,7 @@ use futures_util::StreamExt;
 use serde_json::Value;
 
 use super::AppState;
-use crate::domain::ids::hash_secret;
+use crate::domain::ids::{TypedId, hash_secret};
 use crate::domain::model::{Chatbot, Conversation};
 use crate::domain::origins::AllowedOrigins;
 use crate::http::error::ApiError;
@@ -137,6 +137,13 @@ impl FromRequest for JsonBody {
 }
 
 /// A 422 pointing at the first string or key of `v` with a NUL character.
+/// An id from the request's path, checked here: one that is not of its
+/// kind (another prefix, a short or altered one) is `404 not_found`, as an
+/// unknown one is, without the store being asked.
+pub fn path_id<T: TypedId>(s: &str) -> Result<T, ApiError> {
+    T::parse(s).ok_or_else(ApiError::not_found)
+}
+
 pub fn refuse_nul(v: &Value) -> Result<(), ApiError> {
     match crate::domain::text::first_nul(v) {
         None => Ok(()),
@@ -266,6 +273,7 @@ impl FromRequest for Bot {
             if let Some(id) = act_for
                 && is_admin(&st, &hash)
             {
+                let id = path_id(&id)?;
                 return match crate::usecase::chatbots::get(&st, &id).await {
                     Ok(b) => Ok(Bot(b)),
                     Err(AppError::Store(StoreError::NotFound)) => Err(ApiError::not_found()),

@@ -8,7 +8,7 @@ use bytes::Bytes;
 use serde_json::Value;
 use tokio::sync::broadcast;
 
-use super::extract::{Bot, JsonBody, PageQuery, sealed_page};
+use super::extract::{Bot, JsonBody, PageQuery, path_id, sealed_page};
 use super::{AppState, views};
 use crate::domain::status::InteractionStatus;
 use crate::http::error::{ApiError, ApiResult};
@@ -94,7 +94,7 @@ async fn get_interaction(
     st: web::Data<AppState>,
     id: web::Path<String>,
 ) -> ApiResult<HttpResponse> {
-    let i = inbox::get(&st, &bot.0.id, &id).await?;
+    let i = inbox::get(&st, &bot.0.id, &path_id(&id)?).await?;
     Ok(HttpResponse::Ok().json(i.to_json(st.now_ms())))
 }
 

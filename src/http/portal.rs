@@ -234,9 +234,13 @@ async fn shell(req: HttpRequest) -> HttpResponse {
 
 /// `/portal/cb_…#<token>`: framed only from the chatbot's allowed origins.
 async fn page(req: HttpRequest, st: web::Data<AppState>, id: web::Path<String>) -> HttpResponse {
-    let ancestors = match crate::usecase::chatbots::get(&st, &id).await {
-        Ok(bot) => frame_ancestors(&bot.allowed_origins),
-        Err(_) => "frame-ancestors 'none'".to_string(),
+    let bot = match crate::domain::ids::ChatbotId::parse(&id) {
+        Some(id) => crate::usecase::chatbots::get(&st, &id).await.ok(),
+        None => None,
+    };
+    let ancestors = match bot {
+        Some(bot) => frame_ancestors(&bot.allowed_origins),
+        None => "frame-ancestors 'none'".to_string(),
     };
     serve(&req, ancestors)
 }

@@ -5,7 +5,7 @@ use actix_web::{HttpRequest, HttpResponse, get, post, web};
 use serde_json::json;
 
 use super::check::{Check, Need};
-use super::extract::{JsonBody, PageQuery, Visitor, check_origin, origin, sealed_page};
+use super::extract::{JsonBody, PageQuery, Visitor, check_origin, origin, path_id, sealed_page};
 use super::{AppState, views};
 use crate::domain::interact::{Action, Context, closure_reason, present};
 use crate::domain::model::{Conversation, Message};
@@ -54,7 +54,7 @@ async fn create_conversation(
     body: JsonBody,
 ) -> ApiResult<HttpResponse> {
     super::guard::conversation(&st, &req)?;
-    let bot = crate::usecase::chatbots::get(&st, &chatbot_id).await?;
+    let bot = crate::usecase::chatbots::get(&st, &path_id(&chatbot_id)?).await?;
     check_origin(origin(&req), &bot.allowed_origins)?;
     let mut check = Check::new(&body.0, &["display_name"])?;
     check.text("display_name", 80, Need::Optional);
@@ -88,7 +88,7 @@ async fn list_messages(
     let scope = format!("messages:{cid}");
     let (limit, cursor) = q.parse(&st, &scope)?;
     let bot = crate::usecase::chatbots::get(&st, &v.0.chatbot_id).await?;
-    let page = crate::usecase::conversations::messages(&st, &cid, limit, cursor).await?;
+    let page = crate::usecase::conversations::messages(&st, &v.0.id, limit, cursor).await?;
     let data = page
         .data
         .into_iter()
@@ -123,6 +123,7 @@ async fn interact(
     action: Action,
     trace: Option<String>,
 ) -> ApiResult<HttpResponse> {
+    let message_id = path_id(&message_id)?;
     let out = widget::interact(st, &v.0, message_id, action, trace).await?;
     Ok(match &out.json {
         Some(json) => {

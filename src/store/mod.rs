@@ -21,6 +21,7 @@ pub use event_detail::*;
 pub use reply::*;
 pub use review::*;
 
+use crate::domain::ids::{ChatbotId, ConversationId, EventId, InteractionId, MessageId};
 use std::future::Future;
 use std::pin::Pin;
 
@@ -112,9 +113,9 @@ pub struct ConversationSummary {
 /// An event to enqueue for delivery in the same transaction as its cause.
 #[derive(Debug, Clone)]
 pub struct NewEvent {
-    pub id: String,
-    pub chatbot_id: String,
-    pub conversation_id: String,
+    pub id: EventId,
+    pub chatbot_id: ChatbotId,
+    pub conversation_id: ConversationId,
     pub event_type: &'static str,
     pub payload: Vec<u8>,
     pub created_at: i64,
@@ -136,12 +137,12 @@ pub struct StreamEvent {
 /// A click or submit, with everything decided outside the transaction.
 #[derive(Debug, Clone)]
 pub struct InteractRequest {
-    pub message_id: String,
+    pub message_id: MessageId,
     /// The conversation the caller may act in (the visitor token's).
-    pub conversation_id: String,
+    pub conversation_id: ConversationId,
     pub action: Action,
     pub user: Person,
-    pub event_id: String,
+    pub event_id: EventId,
     pub response_url: String,
     pub now_ms: i64,
     pub interactive_window_ms: i64,
@@ -152,14 +153,14 @@ pub struct InteractRequest {
 /// A reviewer's answer to an interaction (`POST /api/v1/interactions/{id}/responses`).
 #[derive(Debug, Clone)]
 pub struct AnswerRequest {
-    pub interaction_id: String,
-    pub chatbot_id: String,
+    pub interaction_id: InteractionId,
+    pub chatbot_id: ChatbotId,
     pub idempotency_key: String,
     pub body: Value,
     /// Hash of the body, to tell a retry from a conflicting reuse of the key.
     pub body_hash: String,
     pub user: Person,
-    pub event_id: String,
+    pub event_id: EventId,
     pub response_url: String,
     pub now_ms: i64,
     pub interactive_window_ms: i64,

@@ -21,6 +21,7 @@ mod dashboard;
 mod endpoints;
 mod events;
 mod fanout;
+mod ids;
 mod inbox;
 mod interactions;
 mod lifecycle;

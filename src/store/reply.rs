@@ -8,9 +8,9 @@ use crate::domain::model::Message;
 /// One use of a `response_url`, applied atomically with its use count.
 #[derive(Debug, Clone)]
 pub struct ReplyRequest {
-    pub event_id: String,
-    pub message_id: String,
-    pub conversation_id: String,
+    pub event_id: crate::domain::ids::EventId,
+    pub message_id: crate::domain::ids::MessageId,
+    pub conversation_id: crate::domain::ids::ConversationId,
     pub idempotency_key: Option<String>,
     /// A hash of the request body, kept with the key: the same key with
     /// another body is a conflict (§5).

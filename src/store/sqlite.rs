@@ -25,6 +25,7 @@ mod dashboard;
 mod endpoints;
 mod events;
 mod fanout;
+mod ids;
 mod inbox;
 mod interactions;
 mod lifecycle;

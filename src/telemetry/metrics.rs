@@ -158,7 +158,7 @@ pub fn answer_event_type(kind: &str) -> &'static str {
 /// The `endpoint_id` label of a delivery to `bot`'s default endpoint (the
 /// chatbot's `webhook_url`): that endpoint's id (§13).
 pub fn endpoint_label(bot: &Chatbot) -> String {
-    crate::domain::endpoints::default_endpoint_id(&bot.id)
+    crate::domain::endpoints::default_endpoint_id(&bot.id).into_string()
 }
 
 /// How a delivery attempt ended, as counted.

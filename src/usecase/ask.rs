@@ -90,7 +90,11 @@ pub async fn expire(st: &Services, id: &str) -> Value {
 
 /// Closes the question as expired at its deadline, if it is still pending
 /// then (on this instance; after a restart the first reader closes it).
-pub fn expire_at(st: Arc<Services>, interaction_id: String, expires_at: Option<i64>) {
+pub fn expire_at(
+    st: Arc<Services>,
+    interaction_id: crate::domain::ids::InteractionId,
+    expires_at: Option<i64>,
+) {
     let Some(at) = expires_at else { return };
     tokio::spawn(async move {
         let left = at.saturating_sub(st.now_ms()).max(0) as u64;

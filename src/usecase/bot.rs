@@ -5,12 +5,17 @@
 use super::Services;
 use super::content::{Content, new_message};
 use super::error::{AppError, AppResult};
+use crate::domain::ids::{ChatbotId, ConversationId};
 use crate::domain::model::{Author, Conversation, Message, Person};
 
 /// The conversation, if it belongs to the chatbot (`NotFound` otherwise).
-pub async fn conversation(st: &Services, chatbot_id: &str, cid: &str) -> AppResult<Conversation> {
+pub async fn conversation(
+    st: &Services,
+    chatbot_id: &ChatbotId,
+    cid: &ConversationId,
+) -> AppResult<Conversation> {
     let conv = st.store.get_conversation(cid).await?;
-    if conv.chatbot_id != chatbot_id {
+    if conv.chatbot_id != *chatbot_id {
         return Err(AppError::not_found());
     }
     Ok(conv)
@@ -20,7 +25,7 @@ pub async fn conversation(st: &Services, chatbot_id: &str, cid: &str) -> AppResu
 /// typing it answers ends.
 pub async fn post_message(
     st: &Services,
-    chatbot_id: &str,
+    chatbot_id: &ChatbotId,
     conv: &Conversation,
     content: Content,
 ) -> AppResult<Message> {
@@ -35,7 +40,7 @@ pub async fn post_message(
 }
 
 /// A person takes the conversation over: every block of it turns off.
-pub async fn takeover(st: &Services, cid: &str, person: Person) -> AppResult<()> {
+pub async fn takeover(st: &Services, cid: &ConversationId, person: Person) -> AppResult<()> {
     Ok(st.store.takeover(cid, person, st.now_ms()).await?)
 }
 
@@ -43,13 +48,13 @@ pub async fn takeover(st: &Services, cid: &str, person: Person) -> AppResult<()>
 /// the deletion commits, so that a delivery of it a claim already took is
 /// dropped instead of sent; once committed its open streams here end
 /// (other instances hear it from the store).
-pub async fn erase(st: &Services, chatbot_id: &str, cid: &str) -> AppResult<()> {
+pub async fn erase(st: &Services, chatbot_id: &ChatbotId, cid: &ConversationId) -> AppResult<()> {
     st.hub.erased.mark(cid);
     if let Err(e) = st.store.erase_conversation(chatbot_id, cid).await {
         st.hub.erased.unmark(cid);
         return Err(e.into());
     }
-    st.hub.typing.lock().remove(cid);
+    st.hub.typing.lock().remove(cid.as_str());
     st.hub.erased.announce(cid);
     Ok(())
 }

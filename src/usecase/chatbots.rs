@@ -6,7 +6,7 @@ use std::time::Duration;
 use super::Services;
 use super::endpoints::new_signing_secret;
 use super::error::AppResult;
-use crate::domain::ids::{hash_secret, new_id, new_secret};
+use crate::domain::ids::{ChatbotId, hash_secret, new_id, new_secret};
 use crate::domain::model::Chatbot;
 use crate::domain::origins::AllowedOrigins;
 use crate::store::Page;
@@ -21,7 +21,7 @@ pub async fn create(
 ) -> AppResult<(Chatbot, String)> {
     let api_key = new_secret("sk");
     let bot = Chatbot {
-        id: new_id("cb"),
+        id: ChatbotId::generate(),
         name,
         webhook_url,
         retention_ms: retention.as_millis() as i64,
@@ -44,7 +44,7 @@ pub async fn list(st: &Services, limit: usize, cursor: Option<String>) -> AppRes
 }
 
 /// One chatbot.
-pub async fn get(st: &Services, id: &str) -> AppResult<Chatbot> {
+pub async fn get(st: &Services, id: &ChatbotId) -> AppResult<Chatbot> {
     Ok(st.store.get_chatbot(id).await?)
 }
 

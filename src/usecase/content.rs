@@ -7,7 +7,7 @@ use serde_json::Value;
 use super::error::AppError;
 use crate::domain::blocks::{self, Block};
 use crate::domain::error::FieldError;
-use crate::domain::ids::new_id;
+use crate::domain::ids::{ConversationId, MessageId};
 use crate::domain::model::{Author, Message};
 use crate::domain::time::rfc3339;
 
@@ -76,15 +76,15 @@ pub fn parse_content(
 
 /// A new message by `author` with `content`, created now.
 pub fn new_message(
-    conversation_id: &str,
+    conversation_id: &ConversationId,
     author: Author,
     content: Content,
     now_ms: i64,
 ) -> Message {
     let at = rfc3339(now_ms);
     Message {
-        id: new_id("m"),
-        conversation_id: conversation_id.to_string(),
+        id: MessageId::generate(),
+        conversation_id: conversation_id.clone(),
         author,
         text: content.text,
         blocks: content.blocks.unwrap_or_default(),

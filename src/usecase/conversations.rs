@@ -4,7 +4,7 @@
 
 use super::Services;
 use super::error::AppResult;
-use crate::domain::ids::{hash_secret, new_id, new_secret};
+use crate::domain::ids::{ChatbotId, ConversationId, hash_secret, new_id, new_secret};
 use crate::domain::model::{Conversation, Message, Person};
 use crate::store::{ConversationSummary, Page};
 
@@ -12,7 +12,7 @@ use crate::store::{ConversationSummary, Page};
 /// is named `display_name` or `Visitor NNNN`.
 pub async fn open(
     st: &Services,
-    chatbot_id: &str,
+    chatbot_id: &ChatbotId,
     display_name: Option<String>,
 ) -> AppResult<(Conversation, String)> {
     let display_name = match display_name {
@@ -24,8 +24,8 @@ pub async fn open(
     };
     let token = new_secret("vt");
     let conv = Conversation {
-        id: new_id("conv"),
-        chatbot_id: chatbot_id.to_string(),
+        id: ConversationId::generate(),
+        chatbot_id: chatbot_id.clone(),
         visitor: Person {
             kind: "visitor".into(),
             id: new_id("vs"),
@@ -68,7 +68,7 @@ pub async fn list(
 /// the bot API's lists alike).
 pub async fn messages(
     st: &Services,
-    conversation_id: &str,
+    conversation_id: &ConversationId,
     limit: usize,
     cursor: Option<i64>,
 ) -> AppResult<Page<Message>> {

@@ -10,7 +10,7 @@ use super::error::{AppError, AppResult};
 use crate::delivery::ssrf;
 use crate::domain::endpoints::{Endpoint, default_endpoint_id, parse_change};
 use crate::domain::error::FieldError;
-use crate::domain::ids::{new_id, random_bytes};
+use crate::domain::ids::{ChatbotId, EndpointId, random_bytes};
 
 /// How long a replaced signing secret keeps signing (§1).
 pub const SECRET_GRACE_MS: i64 = 24 * 3600 * 1000;
@@ -68,10 +68,10 @@ async fn checked(
 
 /// `POST /api/v1/endpoints`: a new endpoint of the chatbot, with its own
 /// secret.
-pub async fn create(st: &Services, chatbot_id: &str, body: &Value) -> AppResult<Endpoint> {
+pub async fn create(st: &Services, chatbot_id: &ChatbotId, body: &Value) -> AppResult<Endpoint> {
     let change = checked(st, body, true).await?;
     let ep = Endpoint::new(
-        new_id("ep"),
+        EndpointId::generate(),
         chatbot_id,
         change,
         new_signing_secret(),
@@ -85,8 +85,8 @@ pub async fn create(st: &Services, chatbot_id: &str, body: &Value) -> AppResult<
 /// chatbot's `webhook_url`.
 pub async fn update(
     st: &Services,
-    chatbot_id: &str,
-    id: &str,
+    chatbot_id: &ChatbotId,
+    id: &EndpointId,
     body: &Value,
 ) -> AppResult<Endpoint> {
     let mut ep = st.store.get_endpoint(chatbot_id, id).await?;
@@ -102,13 +102,13 @@ pub async fn list(st: &Services, chatbot_id: &str) -> AppResult<Vec<Endpoint>> {
 }
 
 /// One endpoint of the chatbot (`NotFound` for another chatbot's).
-pub async fn get(st: &Services, chatbot_id: &str, id: &str) -> AppResult<Endpoint> {
+pub async fn get(st: &Services, chatbot_id: &ChatbotId, id: &EndpointId) -> AppResult<Endpoint> {
     Ok(st.store.get_endpoint(chatbot_id, id).await?)
 }
 
 /// `DELETE /api/v1/endpoints/{id}`: never the default (409).
-pub async fn delete(st: &Services, chatbot_id: &str, id: &str) -> AppResult<()> {
-    if id == default_endpoint_id(chatbot_id) {
+pub async fn delete(st: &Services, chatbot_id: &ChatbotId, id: &EndpointId) -> AppResult<()> {
+    if *id == default_endpoint_id(chatbot_id) {
         return Err(AppError::DefaultEndpoint);
     }
     st.store.delete_endpoint(chatbot_id, id).await?;
@@ -117,7 +117,7 @@ pub async fn delete(st: &Services, chatbot_id: &str, id: &str) -> AppResult<()> 
 
 /// A new signing secret for an endpoint (the default's is its chatbot's);
 /// the one it replaces signs too for 24 h.
-pub async fn rotate(st: &Services, chatbot_id: &str, id: &str) -> AppResult<String> {
+pub async fn rotate(st: &Services, chatbot_id: &ChatbotId, id: &EndpointId) -> AppResult<String> {
     let secret = new_signing_secret();
     let until = st.now_ms() + SECRET_GRACE_MS;
     st.store

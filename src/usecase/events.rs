@@ -6,7 +6,7 @@ use super::Services;
 use super::error::{AppError, AppResult};
 use crate::delivery::manual::{Sent, send_now as send_at_once};
 use crate::domain::events::{WEBHOOK_TEST, webhook_test};
-use crate::domain::ids::new_id;
+use crate::domain::ids::{ChatbotId, ConversationId, EventId};
 use crate::domain::model::Chatbot;
 use crate::domain::status::EventStatus;
 use crate::domain::time::rfc3339;
@@ -29,15 +29,19 @@ pub async fn list(
 }
 
 /// One event with its deliveries (one per endpoint) and their attempts.
-pub async fn get(st: &Services, chatbot_id: &str, event_id: &str) -> AppResult<EventDetail> {
+pub async fn get(
+    st: &Services,
+    chatbot_id: &ChatbotId,
+    event_id: &EventId,
+) -> AppResult<EventDetail> {
     Ok(st.store.get_event(chatbot_id, event_id).await?)
 }
 
 /// Queues the event again: to one endpoint, or to every endpoint it went to.
 pub async fn redeliver(
     st: &Services,
-    chatbot_id: &str,
-    event_id: &str,
+    chatbot_id: &ChatbotId,
+    event_id: &EventId,
     endpoint: Option<EndpointSel>,
 ) -> AppResult<()> {
     Ok(st
@@ -65,16 +69,17 @@ pub async fn redeliver_all(
 /// holds up a conversation) to one endpoint; its event id.
 pub async fn send_test(
     st: &Services,
-    chatbot_id: &str,
+    chatbot_id: &ChatbotId,
     endpoint: EndpointSel,
     trace: Option<String>,
 ) -> AppResult<String> {
     let now = st.now_ms();
-    let id = new_id("evt");
+    let id = EventId::generate();
     let event = NewEvent {
         id: id.clone(),
-        chatbot_id: chatbot_id.to_string(),
-        conversation_id: id.clone(),
+        chatbot_id: chatbot_id.clone(),
+        // A test event belongs to no conversation: it is its own.
+        conversation_id: ConversationId::stored(id.as_str()),
         event_type: WEBHOOK_TEST,
         payload: webhook_test(&id, chatbot_id, &rfc3339(now)),
         created_at: now,
@@ -85,7 +90,7 @@ pub async fn send_test(
         EndpointSel::Other(ep) => st.store.enqueue_event_to(event, &ep).await?,
     }
     crate::telemetry::metrics::event_accepted(WEBHOOK_TEST);
-    Ok(id)
+    Ok(id.into_string())
 }
 
 /// "Send now": the event's delivery to the default endpoint, queued again

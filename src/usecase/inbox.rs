@@ -7,7 +7,7 @@ use serde_json::Value;
 
 use super::Services;
 use super::error::{AppError, AppResult};
-use crate::domain::ids::{hash_secret, new_id};
+use crate::domain::ids::{ChatbotId, EventId, InteractionId, hash_secret};
 use crate::domain::inbox::Interaction;
 use crate::domain::model::{Chatbot, Person};
 use crate::store::{AnswerOutcome, AnswerRequest, InteractionFilter, Page};
@@ -39,7 +39,11 @@ pub async fn contexts(st: &Services, list: &[Interaction]) -> AppResult<Vec<Valu
 }
 
 /// One interaction of the chatbot (`NotFound` for another chatbot's).
-pub async fn get(st: &Services, chatbot_id: &str, id: &str) -> AppResult<Interaction> {
+pub async fn get(
+    st: &Services,
+    chatbot_id: &ChatbotId,
+    id: &InteractionId,
+) -> AppResult<Interaction> {
     Ok(st.store.get_interaction(chatbot_id, id).await?)
 }
 
@@ -57,7 +61,7 @@ pub async fn answer(
 ) -> AppResult<AnswerOutcome> {
     let inter = st.store.get_interaction(&bot.id, id).await?;
     let key = idempotency_key.ok_or(AppError::IdempotencyKeyRequired)?;
-    let event_id = new_id("evt");
+    let event_id = EventId::generate();
     let response_url = super::reply::response_url(
         st,
         &event_id,
@@ -104,7 +108,10 @@ const CONTEXT_MESSAGES: usize = 50;
 async fn context(
     st: &Services,
     i: &Interaction,
-    known: &mut HashMap<String, (Value, Vec<crate::domain::model::Message>)>,
+    known: &mut HashMap<
+        crate::domain::ids::ConversationId,
+        (Value, Vec<crate::domain::model::Message>),
+    >,
 ) -> AppResult<Value> {
     if !known.contains_key(&i.conversation_id) {
         let conv = st.store.get_conversation(&i.conversation_id).await?;

@@ -13,6 +13,7 @@ pub mod error;
 pub mod events;
 pub mod inbox;
 pub mod reply;
+pub mod stream;
 pub mod typing;
 pub mod widget;
 

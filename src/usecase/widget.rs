@@ -7,7 +7,7 @@ use super::Services;
 use super::content::{Content, new_message};
 use super::error::AppResult;
 use crate::domain::events::{self, Base};
-use crate::domain::ids::new_id;
+use crate::domain::ids::{EventId, MessageId};
 use crate::domain::interact::Action;
 use crate::domain::model::{Author, Conversation, Message};
 use crate::domain::time::rfc3339;
@@ -21,7 +21,7 @@ pub async fn post_message(
     trace: Option<String>,
 ) -> AppResult<Message> {
     let now = st.now_ms();
-    let cid = conv.id.as_str();
+    let cid = &conv.id;
     let msg = new_message(
         cid,
         Author::Person(conv.visitor.clone()),
@@ -33,7 +33,7 @@ pub async fn post_message(
         },
         now,
     );
-    let event_id = new_id("evt");
+    let event_id = EventId::generate();
     let response_url = super::reply::response_url(st, &event_id, &msg.id, cid, true, now);
     let payload = events::message_received(
         &Base {
@@ -50,7 +50,7 @@ pub async fn post_message(
     let event = NewEvent {
         id: event_id,
         chatbot_id: conv.chatbot_id.clone(),
-        conversation_id: cid.to_string(),
+        conversation_id: cid.clone(),
         event_type: events::MESSAGE_RECEIVED,
         payload,
         created_at: now,
@@ -70,12 +70,12 @@ pub async fn post_message(
 pub async fn interact(
     st: &Services,
     conv: &Conversation,
-    message_id: String,
+    message_id: MessageId,
     action: Action,
     trace: Option<String>,
 ) -> AppResult<Interacted> {
     let now = st.now_ms();
-    let event_id = new_id("evt");
+    let event_id = EventId::generate();
     let response_url = super::reply::response_url(st, &event_id, &message_id, &conv.id, false, now);
     let event_type = match action {
         Action::Click { .. } => events::BUTTON_CLICKED,

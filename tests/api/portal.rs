@@ -203,7 +203,7 @@ async fn altered_foreign_and_expired_links_open_no_session() {
 
     // Expired: 410, and a session that has expired is refused.
     let key = server_key(&app).await;
-    let past = PortalGrant { chatbot_id: a.id.clone(), expires_at: chrono::Utc::now().timestamp_millis() - 1000, read_only: false };
+    let past = PortalGrant { chatbot_id: blockhook::domain::ids::ChatbotId::stored(a.id.clone()), expires_at: chrono::Utc::now().timestamp_millis() - 1000, read_only: false };
     let (s, v) = session(&app, json!({"token": key.issue_portal(PortalKind::Link, &past)})).await;
     assert_eq!(s, 410, "{v}");
     assert_eq!(v["code"], "portal_link_expired");

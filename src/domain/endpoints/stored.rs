@@ -3,6 +3,8 @@
 
 use serde_json::{Map, Value};
 
+use crate::domain::ids::{ChatbotId, EndpointId};
+
 use super::{DisabledReason, Endpoint, RateLimit};
 
 /// The columns of `endpoints`, in the order [`StoredEndpoint`] lists them.
@@ -11,8 +13,8 @@ pub const COLUMNS: &str = "id, chatbot_id, is_default, url, description, event_t
 /// One row of `endpoints`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct StoredEndpoint {
-    pub id: String,
-    pub chatbot_id: String,
+    pub id: EndpointId,
+    pub chatbot_id: ChatbotId,
     pub is_default: i64,
     pub url: String,
     pub description: String,
@@ -163,7 +165,13 @@ mod tests {
             true,
         )
         .expect("valid");
-        let mut ep = Endpoint::new("ep_1".into(), "cb_1", change, "whsec_x".into(), 1000);
+        let mut ep = Endpoint::new(
+            EndpointId::stored("ep_1"),
+            &ChatbotId::stored("cb_1"),
+            change,
+            "whsec_x".into(),
+            1000,
+        );
         ep.previous_secret = Some(("whsec_old".into(), 5000));
         let row = StoredEndpoint::of(&ep);
         assert_eq!(row.disabled_reason.as_deref(), Some("paused"));
@@ -177,8 +185,8 @@ mod tests {
     #[test]
     fn a_default_settings_row_keeps_no_url_or_secret() {
         let mut ep = Endpoint::new(
-            "ep_1".into(),
-            "cb_1",
+            EndpointId::stored("ep_1"),
+            &ChatbotId::stored("cb_1"),
             EndpointChange {
                 url: Some("https://x.example".into()),
                 ..Default::default()

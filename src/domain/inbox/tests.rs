@@ -5,6 +5,8 @@
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
+use crate::domain::ids::{ConversationId, MessageId};
+
 use super::{Interaction, decide, from_message};
 use crate::domain::blocks::Block;
 use crate::domain::error::Rejection;
@@ -32,8 +34,8 @@ fn block(v: Value) -> Block {
 /// (`f1`: a required email and an optional number of at most 10).
 pub(crate) fn message(disable: bool) -> Message {
     Message {
-        id: "msg_1".into(),
-        conversation_id: "conv_1".into(),
+        id: MessageId::stored("msg_1"),
+        conversation_id: ConversationId::stored("conv_1"),
         author: Author::bot(),
         text: Some("Pick one".into()),
         blocks: vec![
@@ -61,7 +63,7 @@ pub(crate) fn message(disable: bool) -> Message {
 }
 
 pub(crate) fn interactions(msg: &Message) -> Vec<Interaction> {
-    from_message(msg, "bot_1", None)
+    from_message(msg, &crate::domain::ids::ChatbotId::stored("bot_1"), None)
         .into_iter()
         .map(|n| Interaction {
             id: n.id,

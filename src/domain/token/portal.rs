@@ -8,11 +8,12 @@ use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 
 use super::TokenKey;
+use crate::domain::ids::ChatbotId;
 
 /// What a portal token grants.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PortalGrant {
-    pub chatbot_id: String,
+    pub chatbot_id: ChatbotId,
     /// Milliseconds since the epoch after which it is expired.
     pub expires_at: i64,
     pub read_only: bool,
@@ -86,7 +87,7 @@ impl TokenKey {
         let text = String::from_utf8(body).ok()?;
         let mut parts = text.split('|');
         let g = PortalGrant {
-            chatbot_id: parts.next()?.to_string(),
+            chatbot_id: ChatbotId::stored(parts.next()?),
             expires_at: parts.next()?.parse().ok()?,
             read_only: match parts.next()? {
                 "1" => true,
@@ -104,7 +105,7 @@ mod tests {
 
     fn grant(read_only: bool) -> PortalGrant {
         PortalGrant {
-            chatbot_id: "cb_01JZ0000000000000000000000".into(),
+            chatbot_id: ChatbotId::stored("cb_01JZ0000000000000000000000"),
             expires_at: 1_800_000_000_000,
             read_only,
         }

@@ -34,7 +34,7 @@ pub fn for_api(public_url: &str, mut msg: Message) -> Message {
 /// Stores `upload` for `msg` and lists it on the message; its id.
 pub(super) async fn store(
     st: &AppState,
-    chatbot_id: &str,
+    chatbot_id: &crate::domain::ids::ChatbotId,
     msg: &mut Message,
     upload: Upload,
     now_ms: i64,
@@ -51,7 +51,7 @@ pub(super) async fn store(
         st,
         Attachment {
             id: id.clone(),
-            chatbot_id: chatbot_id.to_string(),
+            chatbot_id: chatbot_id.clone(),
             conversation_id: msg.conversation_id.clone(),
             message_id: msg.id.clone(),
             filename: upload.filename,

@@ -43,8 +43,8 @@ const KEEPALIVE: Duration = Duration::from_secs(2);
 /// Withdraws the question if the wait ends without an answer being sent.
 struct Waiter {
     st: web::Data<AppState>,
-    interaction_id: String,
-    chatbot_id: String,
+    interaction_id: crate::domain::ids::InteractionId,
+    chatbot_id: crate::domain::ids::ChatbotId,
     rx: broadcast::Receiver<ApiEvent>,
     deadline: tokio::time::Instant,
     done: bool,
@@ -115,7 +115,8 @@ async fn ask(
     cid: web::Path<String>,
     body: JsonBody,
 ) -> ApiResult<HttpResponse> {
-    let conv = crate::usecase::bot::conversation(&st, &bot.0.id, &cid).await?;
+    let conv =
+        crate::usecase::bot::conversation(&st, &bot.0.id, &super::extract::path_id(&cid)?).await?;
     let mut q = parse(&body.0)?;
     let (blocks, kind, payload, spec) = shape(&q);
     let now = st.now_ms();
@@ -131,7 +132,7 @@ async fn ask(
         now,
     );
     let mut interaction = NewInteraction {
-        id: crate::domain::ids::new_id("int"),
+        id: crate::domain::ids::InteractionId::generate(),
         chatbot_id: bot.0.id.clone(),
         conversation_id: conv.id.clone(),
         message_id: msg.id.clone(),
@@ -160,7 +161,7 @@ async fn ask(
         let expires_at = interaction.expires_at;
         asking::post(&st, msg, interaction, attachment.as_deref()).await?;
         asking::expire_at(st.clone().into_inner(), interaction_id.clone(), expires_at);
-        return Ok(HttpResponse::Accepted().json(json!({"interaction_id": interaction_id})));
+        return Ok(HttpResponse::Accepted().json(json!({ "interaction_id": interaction_id })));
     }
     // Subscribe before the question exists, so no answer can slip by.
     let rx = st.hub.api.subscribe();
@@ -193,6 +194,9 @@ async fn ask(
         .insert_header(("Cache-Control", "no-cache"))
         // Known before the answer: a client whose connection is cut can
         // re-attach with it.
-        .insert_header(("Blockhook-Interaction-Id", interaction_id_header))
+        .insert_header((
+            "Blockhook-Interaction-Id",
+            interaction_id_header.into_string(),
+        ))
         .streaming(body))
 }

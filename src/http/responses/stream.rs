@@ -15,11 +15,9 @@ use tokio::time::Instant;
 
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::extract::Visitor;
-use crate::store::{Store, StreamEvent};
+use crate::store::StreamEvent;
 use crate::usecase::Services as AppState;
-
-/// Entries read from the store at a time (a replay pages through all).
-const PAGE: usize = 500;
+use crate::usecase::stream::{Entries, PAGE};
 /// A comment line this long after the last bytes sent. It is also how a
 /// closed connection is found: the server notices a peer that went away
 /// only when a write to it fails (the first write after the close draws a
@@ -39,8 +37,7 @@ fn frame(e: &StreamEvent) -> Bytes {
 }
 
 struct Cursor {
-    conversation_id: String,
-    store: Arc<dyn Store>,
+    entries: Entries,
     rx: broadcast::Receiver<StreamEvent>,
     /// Read from the store, not yet sent.
     ready: VecDeque<StreamEvent>,
@@ -71,11 +68,7 @@ enum Woke {
 impl Cursor {
     /// Reads the next page after `last_seq` from the store, in commit order.
     async fn catch_up(&mut self, after: i64) -> bool {
-        match self
-            .store
-            .stream_since(&self.conversation_id, after, PAGE)
-            .await
-        {
+        match self.entries.after(after).await {
             Ok(page) => {
                 self.behind = page.len() == PAGE;
                 self.ready.extend(page);
@@ -84,21 +77,6 @@ impl Cursor {
             Err(e) => {
                 tracing::warn!(error = %e, "stream replay read failed");
                 false
-            }
-        }
-    }
-
-    /// The sequence number of the newest stored entry (0 when none).
-    async fn newest(&self) -> ApiResult<i64> {
-        let mut after = 0;
-        loop {
-            let page = self
-                .store
-                .stream_since(&self.conversation_id, after, PAGE)
-                .await?;
-            after = page.last().map_or(after, |e| e.seq);
-            if page.len() < PAGE {
-                return Ok(after);
             }
         }
     }
@@ -145,13 +123,13 @@ impl Cursor {
             });
             match woke.await {
                 Ok(Woke::Erased(Ok(cid))) => {
-                    if cid == self.conversation_id {
+                    if cid == self.entries.conversation_id() {
                         return None;
                     }
                 }
                 Ok(Woke::Erased(Err(broadcast::error::RecvError::Lagged(_)))) => {
                     // Missed some: the marks still hold this one if it was.
-                    if self.hub.erased.contains(&self.conversation_id) {
+                    if self.hub.erased.contains(self.entries.conversation_id()) {
                         return None;
                     }
                 }
@@ -166,7 +144,7 @@ impl Cursor {
                     }
                 }
                 Ok(Woke::Entry(Ok(e))) => {
-                    if e.conversation_id != self.conversation_id
+                    if e.conversation_id != self.entries.conversation_id()
                         || self.last_seq.is_some_and(|l| e.seq <= l)
                     {
                         continue;
@@ -228,13 +206,13 @@ pub async fn widget_stream(
     if st.hub.erased.contains(&v.0.id) {
         return Err(ApiError::unauthorized());
     }
-    let shared = st.store.shared();
+    let entries = Entries::of(&st, cid.into_inner());
+    let shared = entries.shared();
     let last = last_event_id(&req);
     // Subscribe before any read so nothing committed meanwhile is missed.
     let mut cursor = Cursor {
         rx: st.hub.stream.subscribe(),
-        conversation_id: cid.into_inner(),
-        store: st.store.clone(),
+        entries,
         ready: VecDeque::new(),
         last_seq: last,
         behind: last.is_some(),
@@ -247,7 +225,7 @@ pub async fn widget_stream(
     };
     if shared && last.is_none() {
         // Polling needs a starting point: the newest stored entry.
-        cursor.last_seq = Some(cursor.newest().await?);
+        cursor.last_seq = Some(cursor.entries.newest().await?);
     }
     let first = Bytes::from_static(b"retry: 2000\n: connected\n\n");
     let head = futures_util::stream::once(async move { Ok::<Bytes, actix_web::Error>(first) });

@@ -327,7 +327,7 @@ impl Inner {
         let mut results: Results = (0..reqs.len()).map(|_| None).collect();
         let mut decisions = Vec::new();
         for (k, req) in reqs.iter().enumerate() {
-            let Some(msg) = messages.get_mut(&req.message_id) else {
+            let Some(msg) = messages.get_mut(req.message_id.as_str()) else {
                 results[k] = Some(Err(StoreError::NotFound));
                 continue;
             };
@@ -338,7 +338,7 @@ impl Inner {
             if domain::block_gone(msg, &req.action) {
                 continue; // on its own, after this batch
             }
-            let Some(c) = ctx.get(&msg.conversation_id) else {
+            let Some(c) = ctx.get(msg.conversation_id.as_str()) else {
                 results[k] = Some(Err(StoreError::NotFound));
                 continue;
             };
@@ -346,7 +346,7 @@ impl Inner {
                 results[k] = Some(Err(StoreError::NotFound));
                 continue;
             };
-            let list = interactions.entry(msg.id.clone()).or_default();
+            let list = interactions.entry(msg.id.to_string()).or_default();
             let act = Act::visitor(req);
             // Decided on copies: a refused click leaves the message and its
             // interactions as they were for the clicks after it.
@@ -360,14 +360,14 @@ impl Inner {
             *msg = p.message;
             *list = p.interactions;
             let answered = p.answered.as_ref().map(|i| ApiEvent {
-                chatbot_id: bot.id.clone(),
-                interaction_id: i.id.clone(),
+                chatbot_id: bot.id.to_string(),
+                interaction_id: i.id.to_string(),
                 kind: "interaction.answered",
                 data: i.to_json(req.now_ms),
             });
             decisions.push(Decision {
                 job: k,
-                message_id: msg.id.clone(),
+                message_id: msg.id.to_string(),
                 bot,
                 event: p.event,
                 changed: p.changed.then(|| message_json(msg)),
@@ -403,7 +403,7 @@ impl Inner {
                 if let Some(seq) = seqs.next() {
                     let e = StreamEvent {
                         seq,
-                        conversation_id: d.event.conversation_id.clone(),
+                        conversation_id: d.event.conversation_id.to_string(),
                         kind: "message.updated".into(),
                         data,
                     };
@@ -415,12 +415,12 @@ impl Inner {
             for a in &api {
                 notes.api(a);
             }
-            if let Some(&seq) = written.queued.get(&d.event.id) {
+            if let Some(&seq) = written.queued.get(d.event.id.as_str()) {
                 hot.push(Claimed {
                     seq,
-                    event_id: d.event.id,
-                    chatbot_id: d.event.chatbot_id,
-                    conversation_id: d.event.conversation_id,
+                    event_id: d.event.id.into_string(),
+                    chatbot_id: d.event.chatbot_id.into_string(),
+                    conversation_id: d.event.conversation_id.into_string(),
                     payload: bytes::Bytes::from(d.event.payload),
                     attempts: 0,
                     attempt_base: 0,

@@ -215,7 +215,7 @@ impl Accounts for PostgresStore {
                 });
             }
             Ok(crate::store::page_by_key(out, limit, |s| {
-                s.conversation.id.clone()
+                s.conversation.id.to_string()
             }))
         })
     }

@@ -130,7 +130,7 @@ pub(super) async fn list_chatbots(
         .collect::<Result<Vec<_>, sqlx::Error>>()?;
     let next_cursor = if data.len() > limit {
         data.truncate(limit);
-        data.last().map(|b| b.id.clone())
+        data.last().map(|b| b.id.to_string())
     } else {
         None
     };

@@ -543,8 +543,8 @@ async fn resync(pool: &PgPool, signals: &dyn Signals, lost_at: i64) {
     for r in rows {
         if let Ok(i) = inbox::row(&r) {
             signals.api(vec![ApiEvent {
-                chatbot_id: i.chatbot_id.clone(),
-                interaction_id: i.id.clone(),
+                chatbot_id: i.chatbot_id.to_string(),
+                interaction_id: i.id.to_string(),
                 kind: api_kind(i.status_at(now)),
                 data: i.to_json(now),
             }]);

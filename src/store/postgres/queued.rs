@@ -59,7 +59,7 @@ impl Lease {
     /// The lease to write on a head event of `bot` (0: none, for an
     /// endpoint disabled or without room).
     pub fn for_chatbot(&self, bot: &Chatbot) -> i64 {
-        if bot.endpoint_disabled || self.skipped.contains(&bot.id) {
+        if bot.endpoint_disabled || self.skipped.iter().any(|s| *s == bot.id) {
             0
         } else {
             self.until
@@ -195,7 +195,7 @@ mod tests {
         assert_eq!(back, ["e2"]);
         let lease = q.lease(20).expect("a lease");
         let bot = |id: &str, endpoint_disabled| Chatbot {
-            id: id.into(),
+            id: crate::domain::ids::ChatbotId::stored(id),
             name: "b".into(),
             webhook_url: "http://127.0.0.1:9/".into(),
             retention_ms: 0,

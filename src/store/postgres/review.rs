@@ -44,7 +44,7 @@ impl Review for PostgresStore {
                     pending_interactions: r.try_get(7)?,
                 });
             }
-            Ok(page_by_key(out, limit, |s| s.conversation.id.clone()))
+            Ok(page_by_key(out, limit, |s| s.conversation.id.to_string()))
         })
     }
 

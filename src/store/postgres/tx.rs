@@ -81,7 +81,10 @@ impl script::Tx for Tx<'_> {
         })
     }
 
-    async fn chatbot_of(&mut self, conversation_id: &str) -> StoreResult<String> {
+    async fn chatbot_of(
+        &mut self,
+        conversation_id: &str,
+    ) -> StoreResult<crate::domain::ids::ChatbotId> {
         Ok(
             sqlx::query_scalar("SELECT chatbot_id FROM conversations WHERE id = $1")
                 .bind(conversation_id)

@@ -17,7 +17,7 @@ use crate::store::{
 pub struct Act<'a> {
     pub action: &'a Action,
     pub user: &'a Person,
-    pub event_id: &'a str,
+    pub event_id: &'a crate::domain::ids::EventId,
     pub response_url: &'a str,
     pub now_ms: i64,
     pub interactive_window_ms: i64,
@@ -94,7 +94,7 @@ pub fn plan(
     };
     let d = inbox::decide(&mut interactions, &mut msg, act.action, ctx)?;
     let event = NewEvent {
-        id: act.event_id.to_string(),
+        id: act.event_id.clone(),
         chatbot_id: party.chatbot_id.clone(),
         conversation_id: msg.conversation_id.clone(),
         event_type: d.accepted.event_type,
@@ -297,11 +297,12 @@ pub(super) async fn cancel_pending<T: Tx>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::domain::ids::EventId;
     use crate::domain::inbox::tests::{HOUR, T0, click, interactions, message, visitor};
 
     fn party(taken_over: bool) -> Party {
         Party {
-            chatbot_id: "bot_1".into(),
+            chatbot_id: crate::domain::ids::ChatbotId::stored("bot_1"),
             retention_ms: 7 * 24 * HOUR,
             created_at: T0,
             taken_over,
@@ -309,7 +310,11 @@ mod tests {
         }
     }
 
-    fn act<'a>(action: &'a Action, user: &'a Person, event_id: &'a str) -> Act<'a> {
+    fn act<'a>(
+        action: &'a Action,
+        user: &'a Person,
+        event_id: &'a crate::domain::ids::EventId,
+    ) -> Act<'a> {
         Act {
             action,
             user,
@@ -326,7 +331,13 @@ mod tests {
     fn an_accepted_click_plans_its_event_for_the_party_and_the_message_it_changed() {
         let (msg, user, yes) = (message(true), visitor(), click("yes"));
         let list = interactions(&msg);
-        let p = plan(msg, list, &party(false), &act(&yes, &user, "evt_1")).unwrap();
+        let p = plan(
+            msg,
+            list,
+            &party(false),
+            &act(&yes, &user, &EventId::stored("evt_1")),
+        )
+        .unwrap();
         assert_eq!(p.event.id, "evt_1");
         assert_eq!(p.event.chatbot_id, "bot_1");
         assert_eq!(p.event.conversation_id, "conv_1");
@@ -350,12 +361,18 @@ mod tests {
         let (msg, user) = (message(true), visitor());
         let (yes, no) = (click("yes"), click("no"));
         let list = interactions(&msg);
-        let first = plan(msg, list, &party(false), &act(&yes, &user, "evt_1")).unwrap();
+        let first = plan(
+            msg,
+            list,
+            &party(false),
+            &act(&yes, &user, &EventId::stored("evt_1")),
+        )
+        .unwrap();
         let second = plan(
             first.message,
             first.interactions,
             &party(false),
-            &act(&no, &user, "evt_2"),
+            &act(&no, &user, &EventId::stored("evt_2")),
         );
         assert!(matches!(second, Err(StoreError::Rejected(_))));
     }
@@ -364,7 +381,12 @@ mod tests {
     fn a_taken_over_conversation_plans_nothing() {
         let (msg, user, yes) = (message(true), visitor(), click("yes"));
         let list = interactions(&msg);
-        let r = plan(msg, list, &party(true), &act(&yes, &user, "evt_1"));
+        let r = plan(
+            msg,
+            list,
+            &party(true),
+            &act(&yes, &user, &EventId::stored("evt_1")),
+        );
         assert!(matches!(r, Err(StoreError::Rejected(_))));
     }
 }

@@ -26,7 +26,7 @@ pub mod reply;
 /// A conversation as a click needs it.
 #[derive(Debug, Clone)]
 pub struct Party {
-    pub chatbot_id: String,
+    pub chatbot_id: crate::domain::ids::ChatbotId,
     pub retention_ms: i64,
     pub created_at: i64,
     pub taken_over: bool,
@@ -68,7 +68,10 @@ pub trait Tx {
     /// Whether the conversation is still there (not erased or purged).
     async fn conversation_exists(&mut self, id: &str) -> StoreResult<bool>;
     async fn party(&mut self, conversation_id: &str) -> StoreResult<Party>;
-    async fn chatbot_of(&mut self, conversation_id: &str) -> StoreResult<String>;
+    async fn chatbot_of(
+        &mut self,
+        conversation_id: &str,
+    ) -> StoreResult<crate::domain::ids::ChatbotId>;
     /// Marks the conversation as taken over by `member` (its JSON); false
     /// when there is no such conversation.
     async fn take_over(&mut self, conversation_id: &str, member: &str) -> StoreResult<bool>;
@@ -133,7 +136,7 @@ impl Announce {
     fn api(&mut self, chatbot_id: &str, i: &Interaction, kind: &'static str, now_ms: i64) {
         self.api.push(ApiEvent {
             chatbot_id: chatbot_id.to_string(),
-            interaction_id: i.id.clone(),
+            interaction_id: i.id.to_string(),
             kind,
             data: i.to_json(now_ms),
         });

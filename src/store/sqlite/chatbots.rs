@@ -174,7 +174,7 @@ impl Accounts for SqliteStore {
         });
         Box::pin(async move {
             Ok(crate::store::page_by_key(r?, limit, |s| {
-                s.conversation.id.clone()
+                s.conversation.id.to_string()
             }))
         })
     }

@@ -89,7 +89,7 @@ impl SqliteStore {
         })?;
         let next_cursor = if rows.len() > limit {
             rows.truncate(limit);
-            rows.last().map(|b| b.id.clone())
+            rows.last().map(|b| b.id.to_string())
         } else {
             None
         };

@@ -180,7 +180,7 @@ impl Deliveries for SqliteStore {
             self.write(move |c| {
                 let known: bool = c.query_row(
                     "SELECT EXISTS (SELECT 1 FROM endpoints WHERE id = ?1 AND chatbot_id = ?2 AND is_default = 0)",
-                    [&endpoint_id, &event.chatbot_id],
+                    rusqlite::params![endpoint_id, event.chatbot_id],
                     |r| r.get(0),
                 )?;
                 if !known {

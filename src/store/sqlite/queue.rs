@@ -46,9 +46,9 @@ pub(super) fn insert_event(conn: &Connection, e: NewEvent) -> StoreResult<Option
     let seq = conn.last_insert_rowid();
     Ok((!behind).then(|| Claimed {
         seq,
-        event_id: e.id,
-        chatbot_id: e.chatbot_id,
-        conversation_id: e.conversation_id,
+        event_id: e.id.into_string(),
+        chatbot_id: e.chatbot_id.into_string(),
+        conversation_id: e.conversation_id.into_string(),
         payload: bytes::Bytes::from(e.payload),
         attempts: 0,
         attempt_base: 0,
@@ -448,7 +448,7 @@ mod tests {
         let path = dir.path().join("q.db").display().to_string();
         let store = SqliteStore::open(&path, Arc::new(crate::hub::Hub::new())).expect("store");
         let bot = Chatbot {
-            id: "cb_1".into(),
+            id: crate::domain::ids::ChatbotId::stored("cb_1"),
             name: "Bot".into(),
             webhook_url: "http://127.0.0.1:9/hook".into(),
             retention_ms: 86_400_000,
@@ -464,9 +464,9 @@ mod tests {
             .await
             .expect("chatbot");
         let event = NewEvent {
-            id: "evt_1".into(),
-            chatbot_id: "cb_1".into(),
-            conversation_id: "conv_1".into(),
+            id: crate::domain::ids::EventId::stored("evt_1"),
+            chatbot_id: crate::domain::ids::ChatbotId::stored("cb_1"),
+            conversation_id: crate::domain::ids::ConversationId::stored("conv_1"),
             event_type: "interaction.button_clicked",
             payload: b"{}".to_vec(),
             created_at: 1,

@@ -41,7 +41,7 @@ impl Review for SqliteStore {
                 )?
                 .collect::<rusqlite::Result<Vec<_>>>()
         });
-        Box::pin(async move { Ok(page_by_key(r?, limit, |s| s.conversation.id.clone())) })
+        Box::pin(async move { Ok(page_by_key(r?, limit, |s| s.conversation.id.to_string())) })
     }
 
     fn claim_event(

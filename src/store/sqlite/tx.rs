@@ -76,7 +76,10 @@ impl script::Tx for Sql<'_> {
         })
     }
 
-    async fn chatbot_of(&mut self, conversation_id: &str) -> StoreResult<String> {
+    async fn chatbot_of(
+        &mut self,
+        conversation_id: &str,
+    ) -> StoreResult<crate::domain::ids::ChatbotId> {
         Ok(self
             .0
             .prepare_cached("SELECT chatbot_id FROM conversations WHERE id = ?1")?

@@ -36,7 +36,7 @@ pub fn message(id: &str) -> Option<Message> {
 pub fn put_message(m: &Message, json: Option<Arc<str>>) {
     CACHE.with(|c| {
         if let Some(cache) = c.borrow_mut().as_mut() {
-            cache.put(m.id.clone(), (m.clone(), json));
+            cache.put(m.id.to_string(), (m.clone(), json));
         }
     });
 }
@@ -46,7 +46,7 @@ pub fn put_message(m: &Message, json: Option<Arc<str>>) {
 pub fn message_json(m: &Message) -> Option<Arc<str>> {
     CACHE.with(|c| {
         let mut c = c.borrow_mut();
-        let (_, json) = c.as_mut()?.get_mut(&m.id)?;
+        let (_, json) = c.as_mut()?.get_mut(m.id.as_str())?;
         if json.is_none() {
             *json = serde_json::to_string(m).ok().map(Arc::from);
         }

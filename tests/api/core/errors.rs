@@ -285,3 +285,81 @@ async fn the_bearer_scheme_is_case_insensitive() {
     }
 }
 }
+
+store_test! {
+async fn ids_of_another_kind_or_ill_formed_are_404_and_change_nothing() {
+    let app = spawn_app().await;
+    let bot = app.create_bot(NOWHERE).await;
+    let conv = app.create_conv(&bot).await;
+    let m = app.buttons(&bot, &conv, true).await;
+    let mid = m["id"].as_str().unwrap().to_string();
+    app.post(
+        &format!("/widget/v1/conversations/{}/messages", conv.id),
+        &conv.token,
+        &json!({"text": "hi"}),
+    )
+    .await;
+    let event = app.events(&bot).await[0]["event_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    // The event's id with a letter Crockford base32 never uses.
+    let altered = format!("{}U", &event[..event.len() - 1]);
+    let key = &bot.api_key;
+
+    // A real id of another kind where one kind is meant.
+    for path in [
+        format!("/api/v1/events/{}", conv.id),
+        format!("/api/v1/events/{mid}"),
+        format!("/api/v1/events/{altered}"),
+        format!("/api/v1/events/{}", event.to_lowercase()),
+        format!("/api/v1/conversations/{mid}/messages"),
+        format!("/api/v1/interactions/{event}"),
+        format!("/api/v1/endpoints/{}", bot.id),
+    ] {
+        problem(app.get(&path, key).await, 404, "not_found").await;
+    }
+    problem(
+        app.get(&format!("/api/v1/chatbots/{}", conv.id), ADMIN_TOKEN)
+            .await,
+        404,
+        "not_found",
+    )
+    .await;
+    problem(
+        app.post(
+            &format!("/api/v1/conversations/{mid}/messages"),
+            key,
+            &json!({"text": "x"}),
+        )
+        .await,
+        404,
+        "not_found",
+    )
+    .await;
+    problem(
+        app.post(
+            &format!("/api/v1/events/{}/redeliver", conv.id),
+            key,
+            &json!({}),
+        )
+        .await,
+        404,
+        "not_found",
+    )
+    .await;
+    // A click on the conversation's id as if it were the message's.
+    problem(
+        app.click(&conv, &conv.id, "b1", "approve").await,
+        404,
+        "not_found",
+    )
+    .await;
+
+    // Nothing was stored: one event (the visitor's message), and the
+    // buttons still take the click.
+    assert_eq!(app.events(&bot).await.len(), 1);
+    json_of(app.click(&conv, &mid, "b1", "approve").await, 200).await;
+    json_of(app.get(&format!("/api/v1/events/{event}"), key).await, 200).await;
+}
+}

@@ -142,7 +142,7 @@ async fn expired_and_altered_portal_links_show_why_and_no_data() {
         &data_encoding::HEXLOWER.decode(hex.as_bytes()).expect("hex"),
     );
     let past = PortalGrant {
-        chatbot_id: bot.id.clone(),
+        chatbot_id: blockhook::domain::ids::ChatbotId::stored(bot.id.clone()),
         expires_at: chrono::Utc::now().timestamp_millis() - 60_000,
         read_only: false,
     };

@@ -76,7 +76,7 @@ fn parse(rows: &[PgRow]) -> StoreResult<Locked> {
         if r.try_get::<bool, _>(0)? {
             let i = inbox::row_at(r, 7 + bot_cols)?;
             interactions
-                .entry(i.message_id.clone())
+                .entry(i.message_id.to_string())
                 .or_default()
                 .push(i);
             continue;
@@ -93,7 +93,7 @@ fn parse(rows: &[PgRow]) -> StoreResult<Locked> {
                 Some(b) => Arc::clone(b),
                 None => {
                     let b = Arc::new(chatbot_row_at(r, 7)?);
-                    bots.insert(b.id.clone(), b.clone());
+                    bots.insert(b.id.to_string(), b.clone());
                     b
                 }
             };
