@@ -123,7 +123,7 @@ async fn respond(
         .map(str::to_string);
     let now = st.now_ms();
     Ok(
-        match inbox::answer(&st, &bot.0, &id, key, body.0, trace.0, now).await? {
+        match inbox::answer(&st, &bot.0, &path_id(&id)?, key, body.0, trace.0, now).await? {
             AnswerOutcome::Answered(i) => HttpResponse::Ok().json(i.to_json(now)),
             AnswerOutcome::Repeated(v) => HttpResponse::Ok().json(v),
         },

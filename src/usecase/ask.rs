@@ -3,6 +3,7 @@
 //! what the asker gets for it as it stands, closing it at its deadline,
 //! withdrawing it, and cancelling one nobody waits on any more.
 
+use crate::domain::ids::{ChatbotId, InteractionId};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -49,7 +50,11 @@ pub async fn post(
 }
 
 /// One interaction of the chatbot.
-pub async fn interaction(st: &Services, chatbot_id: &str, id: &str) -> AppResult<Interaction> {
+pub async fn interaction(
+    st: &Services,
+    chatbot_id: &ChatbotId,
+    id: &InteractionId,
+) -> AppResult<Interaction> {
     Ok(st.store.get_interaction(chatbot_id, id).await?)
 }
 
@@ -122,7 +127,11 @@ pub async fn withdraw(st: &Services, id: &str) {
 /// Cancels a pending question of the chatbot (its blocks turn off, reason
 /// `withdrawn`); one past its deadline expires instead, and one answered
 /// meanwhile stands: both are `NotPending`.
-pub async fn cancel(st: &Services, chatbot_id: &str, id: &str) -> AppResult<Interaction> {
+pub async fn cancel(
+    st: &Services,
+    chatbot_id: &ChatbotId,
+    id: &InteractionId,
+) -> AppResult<Interaction> {
     let i = st.store.get_interaction(chatbot_id, id).await?;
     let now = st.now_ms();
     match i.status_at(now) {

@@ -53,7 +53,7 @@ pub async fn get(
 pub async fn answer(
     st: &Services,
     bot: &Chatbot,
-    id: &str,
+    id: &InteractionId,
     idempotency_key: Option<String>,
     body: Value,
     trace: Option<String>,

@@ -8,6 +8,7 @@
 //! first reader past the deadline — the timer started with the ask, or this
 //! route — closes it (block off, `interaction.expired`).
 
+use crate::domain::ids::InteractionId;
 use std::time::Duration;
 
 use actix_web::{HttpResponse, get, web};
@@ -59,6 +60,7 @@ pub(super) async fn answer(
     let until = tokio::time::Instant::now() + wait;
     // Subscribe before reading, so no answer committed in between slips by.
     let mut rx = st.hub.api.subscribe();
+    let id: InteractionId = crate::http::extract::path_id(&id)?;
     let i = ask::interaction(&st, &bot.0.id, &id).await?;
     let v = ask::settle(&st, &i).await?;
     if !v.is_null() {

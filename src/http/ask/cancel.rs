@@ -20,6 +20,7 @@ pub(super) async fn cancel(
     st: web::Data<AppState>,
     id: web::Path<String>,
 ) -> ApiResult<HttpResponse> {
-    let closed = crate::usecase::ask::cancel(&st, &bot.0.id, &id).await?;
+    let closed =
+        crate::usecase::ask::cancel(&st, &bot.0.id, &crate::http::extract::path_id(&id)?).await?;
     Ok(HttpResponse::Ok().json(closed.to_json(st.now_ms())))
 }
