@@ -3,47 +3,43 @@
 //! one of its other settings is changed, a settings row in `endpoints`
 //! (`is_default = 1`); the others are rows of their own.
 
-use super::{BoxFut, StoreError, StoreResult};
+use super::{StoreError, StoreResult};
 use crate::domain::endpoints::stored::COLUMNS;
 use crate::domain::endpoints::{Endpoint, StoredEndpoint};
 
-/// Endpoints read for routing and delivery, and managed through the API.
-pub trait Endpoints: Send + Sync {
-    /// Every endpoint of the chatbot: the default first, then the others
-    /// by creation. `NotFound` when there is no such chatbot.
-    fn endpoints_of(&self, chatbot_id: &str) -> BoxFut<'_, StoreResult<Vec<Endpoint>>>;
-    /// One endpoint of the chatbot (its default's id included); `NotFound`
-    /// for an unknown id or another chatbot's.
-    fn get_endpoint(&self, chatbot_id: &str, id: &str) -> BoxFut<'_, StoreResult<Endpoint>> {
-        let id = id.to_string();
-        let all = self.endpoints_of(chatbot_id);
-        Box::pin(async move {
-            all.await?
-                .into_iter()
-                .find(|e| e.id == id)
-                .ok_or(StoreError::NotFound)
-        })
+store_role! {
+    /// Endpoints read for routing and delivery, and managed through the API.
+    pub trait Endpoints {
+        /// Every endpoint of the chatbot: the default first, then the others
+        /// by creation. `NotFound` when there is no such chatbot.
+        read fn endpoints_of(&self, chatbot_id: &str) -> Vec<Endpoint>;
+        /// One endpoint of the chatbot (its default's id included); `NotFound`
+        /// for an unknown id or another chatbot's.
+        read fn get_endpoint(&self, chatbot_id: &str, id: &str) -> Endpoint = {
+            let id = id.to_string();
+            let all = self.endpoints_of(chatbot_id);
+            Box::pin(async move {
+                all.await?
+                    .into_iter()
+                    .find(|e| e.id == id)
+                    .ok_or(StoreError::NotFound)
+            })
+        };
+        /// Stores a new endpoint (never the default).
+        write fn create_endpoint(&self, ep: Endpoint) -> ();
+        /// Saves an endpoint's settings, url and state (not its secrets: see
+        /// [`Self::rotate_endpoint_secret`]). For the default endpoint, its
+        /// url and enabled state go to the chatbot's row and the rest to its
+        /// settings row, in one transaction.
+        write fn update_endpoint(&self, ep: Endpoint) -> ();
+        /// Deletes an endpoint other than the default with its deliveries that
+        /// have not succeeded and their attempts, in one transaction.
+        write fn delete_endpoint(&self, chatbot_id: &str, id: &str) -> ();
+        /// Makes `secret` the endpoint's signing secret; the one it replaces
+        /// keeps signing until `previous_until`. The default endpoint's secret
+        /// is its chatbot's.
+        write fn rotate_endpoint_secret(&self, chatbot_id: &str, id: &str, secret: String, previous_until: i64) -> ();
     }
-    /// Stores a new endpoint (never the default).
-    fn create_endpoint(&self, ep: Endpoint) -> BoxFut<'_, StoreResult<()>>;
-    /// Saves an endpoint's settings, url and state (not its secrets: see
-    /// [`Self::rotate_endpoint_secret`]). For the default endpoint, its
-    /// url and enabled state go to the chatbot's row and the rest to its
-    /// settings row, in one transaction.
-    fn update_endpoint(&self, ep: Endpoint) -> BoxFut<'_, StoreResult<()>>;
-    /// Deletes an endpoint other than the default with its deliveries that
-    /// have not succeeded and their attempts, in one transaction.
-    fn delete_endpoint(&self, chatbot_id: &str, id: &str) -> BoxFut<'_, StoreResult<()>>;
-    /// Makes `secret` the endpoint's signing secret; the one it replaces
-    /// keeps signing until `previous_until`. The default endpoint's secret
-    /// is its chatbot's.
-    fn rotate_endpoint_secret(
-        &self,
-        chatbot_id: &str,
-        id: &str,
-        secret: String,
-        previous_until: i64,
-    ) -> BoxFut<'_, StoreResult<()>>;
 }
 
 /// The endpoints of a chatbot from its row and its `endpoints` rows (read

@@ -4,7 +4,7 @@
 
 use serde_json::Value;
 
-use super::{AttemptRecord, BoxFut, Claimed, StoreResult};
+use super::{AttemptRecord, Claimed};
 use crate::domain::endpoints::{RateLimit, Route};
 
 /// An event with `routed = 0`: still to be matched.
@@ -153,40 +153,32 @@ impl Rooms {
     }
 }
 
-/// Routing and fan-out (§13).
-pub trait Fanout: Send + Sync {
-    /// Up to `limit` events still to route, oldest first.
-    fn unrouted(&self, limit: usize) -> BoxFut<'_, StoreResult<Vec<Unrouted>>>;
-    /// The endpoints other than the default of these chatbots.
-    fn routes_of(&self, chatbot_ids: Vec<String>) -> BoxFut<'_, StoreResult<Vec<EndpointRoute>>>;
-    /// The default endpoint's settings, when it has a settings row.
-    fn default_settings(
-        &self,
-        chatbot_id: &str,
-    ) -> BoxFut<'_, StoreResult<Option<DefaultSettings>>>;
-    /// In one transaction: inserts the deliveries (once per event and
-    /// endpoint, and only for endpoints and events that still exist) and
-    /// marks the events routed.
-    fn route(&self, deliveries: Vec<NewDelivery>, routed: Vec<i64>) -> BoxFut<'_, StoreResult<()>>;
-    /// Claims up to `limit` due deliveries of enabled endpoints that head
-    /// their (endpoint, conversation), no more per endpoint than its room,
-    /// leased until `lease_until`, oldest due first.
-    fn claim_deliveries(
-        &self,
-        now_ms: i64,
-        lease_until: i64,
-        limit: usize,
-        rooms: Rooms,
-    ) -> BoxFut<'_, StoreResult<Vec<ClaimedDelivery>>>;
-    /// Records attempts and moves each delivery on; a 410 disables its
-    /// endpoint (`gone`).
-    fn record_delivery_attempts(&self, records: Vec<DeliveryRecord>)
-    -> BoxFut<'_, StoreResult<()>>;
-    /// Gives back claimed deliveries unsent, each due again at its time.
-    fn give_back_deliveries(&self, back: Vec<(i64, i64)>) -> BoxFut<'_, StoreResult<()>>;
-    /// Ends the holding of deliveries that wait for a disabled endpoint
-    /// since before `cutoff_ms`: they become `dead`. Returns how many.
-    fn expire_held(&self, cutoff_ms: i64) -> BoxFut<'_, StoreResult<u64>>;
+store_role! {
+    /// Routing and fan-out (§13).
+    pub trait Fanout {
+        /// Up to `limit` events still to route, oldest first.
+        bg fn unrouted(&self, limit: usize) -> Vec<Unrouted>;
+        /// The endpoints other than the default of these chatbots.
+        bg fn routes_of(&self, chatbot_ids: Vec<String>) -> Vec<EndpointRoute>;
+        /// The default endpoint's settings, when it has a settings row.
+        read fn default_settings(&self, chatbot_id: &str) -> Option<DefaultSettings>;
+        /// In one transaction: inserts the deliveries (once per event and
+        /// endpoint, and only for endpoints and events that still exist) and
+        /// marks the events routed.
+        bg fn route(&self, deliveries: Vec<NewDelivery>, routed: Vec<i64>) -> ();
+        /// Claims up to `limit` due deliveries of enabled endpoints that head
+        /// their (endpoint, conversation), no more per endpoint than its room,
+        /// leased until `lease_until`, oldest due first.
+        read fn claim_deliveries(&self, now_ms: i64, lease_until: i64, limit: usize, rooms: Rooms) -> Vec<ClaimedDelivery>;
+        /// Records attempts and moves each delivery on; a 410 disables its
+        /// endpoint (`gone`).
+        bg fn record_delivery_attempts(&self, records: Vec<DeliveryRecord>) -> ();
+        /// Gives back claimed deliveries unsent, each due again at its time.
+        bg fn give_back_deliveries(&self, back: Vec<(i64, i64)>) -> ();
+        /// Ends the holding of deliveries that wait for a disabled endpoint
+        /// since before `cutoff_ms`: they become `dead`. Returns how many.
+        bg fn expire_held(&self, cutoff_ms: i64) -> u64;
+    }
 }
 
 /// An endpoint's route from its stored `event_types` (a JSON list) and

@@ -1,6 +1,9 @@
 //! The storage seam. Handlers and the delivery worker see only [`Store`];
 //! `sqlite` implements it with one group-committing writer thread.
 
+#[macro_use]
+mod role;
+
 pub mod cache;
 pub mod circuit;
 mod claimed;
@@ -97,6 +100,16 @@ pub fn page_by_key<T>(mut rows: Vec<T>, limit: usize, key: impl Fn(&T) -> String
     Page {
         data: rows,
         next_cursor,
+    }
+}
+
+/// A page of `limit` from rows read with one more than `limit`, each with
+/// its sequence number: the cursor is the last one's when there are more.
+pub fn page_by_seq<T>(rows: Vec<(T, i64)>, limit: usize) -> Page<T> {
+    let page = page_by_key(rows, limit, |(_, seq)| seq.to_string());
+    Page {
+        data: page.data.into_iter().map(|(x, _)| x).collect(),
+        next_cursor: page.next_cursor,
     }
 }
 
@@ -229,228 +242,144 @@ pub trait Store:
     }
 }
 
-/// Chatbots and their conversations: created, read, updated, listed.
-pub trait Accounts: Send + Sync {
-    /// A value kept across restarts (admin token hash, server key); `init`
-    /// is stored when none is there yet. Returns the stored value.
-    fn meta_get_or_init(&self, key: &str, init: String) -> BoxFut<'_, StoreResult<String>>;
-    fn create_chatbot(&self, bot: Chatbot, api_key_hash: String) -> BoxFut<'_, StoreResult<()>>;
-    fn get_chatbot(&self, id: &str) -> BoxFut<'_, StoreResult<Chatbot>>;
-    fn chatbot_by_key(&self, api_key_hash: &str) -> BoxFut<'_, StoreResult<Chatbot>>;
-    /// Saves name, url, retention, secrets and the endpoint flag.
-    fn update_chatbot(&self, bot: Chatbot) -> BoxFut<'_, StoreResult<()>>;
-    fn create_conversation(
-        &self,
-        conv: Conversation,
-        token_hash: String,
-    ) -> BoxFut<'_, StoreResult<()>>;
-    fn get_conversation(&self, id: &str) -> BoxFut<'_, StoreResult<Conversation>>;
-    /// A visitor token's conversation, with its chatbot's `allowed_origins`
-    /// (checked against the `Origin` of every widget call).
-    fn conversation_by_token(
-        &self,
-        token_hash: &str,
-    ) -> BoxFut<'_, StoreResult<(Conversation, AllowedOrigins)>>;
-    /// Every chatbot, newest first; the cursor is the last id of a page.
-    fn list_chatbots(
-        &self,
-        limit: usize,
-        cursor: Option<String>,
-    ) -> BoxFut<'_, StoreResult<Page<Chatbot>>>;
-    /// A chatbot's conversations, newest first (ids are time-ordered); the
-    /// cursor is the last id of a page.
-    fn list_conversations(
-        &self,
-        chatbot_id: &str,
-        limit: usize,
-        cursor: Option<String>,
-        now_ms: i64,
-    ) -> BoxFut<'_, StoreResult<Page<ConversationSummary>>>;
-}
-
-/// Messages, their attachments and the conversation stream; a takeover.
-pub trait Conversations: Send + Sync {
-    /// A member takes over: blocks turn off with reason `takeover`.
-    fn takeover(
-        &self,
-        conversation_id: &str,
-        member: Person,
-        now_ms: i64,
-    ) -> BoxFut<'_, StoreResult<()>>;
-    /// Stores a message (and, for a visitor's message, its event) in one
-    /// transaction, with its `message.created` stream entry.
-    /// With `interactions`, also records them; an `ask` interaction while
-    /// another ask of the conversation is pending is a 409 `dialog_pending`.
-    fn insert_message(
-        &self,
-        msg: Message,
-        event: Option<NewEvent>,
-        interactions: Vec<NewInteraction>,
-    ) -> BoxFut<'_, StoreResult<()>>;
-    fn get_message(&self, id: &str) -> BoxFut<'_, StoreResult<Message>>;
-    /// Stores an ask's attachment (before its message; deleted with its
-    /// conversation).
-    fn insert_attachment(
-        &self,
-        a: crate::domain::attachment::Attachment,
-    ) -> BoxFut<'_, StoreResult<()>>;
-    /// An attachment with its bytes; `NotFound` if there is none.
-    fn get_attachment(
-        &self,
-        id: &str,
-    ) -> BoxFut<'_, StoreResult<crate::domain::attachment::Attachment>>;
-    /// Removes an attachment whose message was refused.
-    fn delete_attachment(&self, id: &str) -> BoxFut<'_, StoreResult<()>>;
-    fn list_messages(
-        &self,
-        conversation_id: &str,
-        limit: usize,
-        cursor: Option<i64>,
-    ) -> BoxFut<'_, StoreResult<Page<Message>>>;
-    fn stream_since(
-        &self,
-        conversation_id: &str,
-        after_seq: i64,
-        limit: usize,
-    ) -> BoxFut<'_, StoreResult<Vec<StreamEvent>>>;
-    /// Records a transient stream entry (`typing`).
-    fn append_stream(
-        &self,
-        conversation_id: &str,
-        kind: &str,
-        data: String,
-    ) -> BoxFut<'_, StoreResult<StreamEvent>>;
-}
-
-/// Clicks, submits and answers; interactions read and closed; replies.
-pub trait Inbox: Send + Sync {
-    /// Applies a click or submit atomically: block state, event and stream
-    /// entry in one transaction, or nothing.
-    fn interact(&self, req: InteractRequest) -> BoxFut<'_, StoreResult<Interacted>>;
-    fn get_interaction(&self, chatbot_id: &str, id: &str) -> BoxFut<'_, StoreResult<Interaction>>;
-    fn list_interactions(
-        &self,
-        chatbot_id: &str,
-        filter: InteractionFilter,
-        limit: usize,
-        cursor: Option<i64>,
-        now_ms: i64,
-    ) -> BoxFut<'_, StoreResult<Page<Interaction>>>;
-    /// Answers an interaction as a member, atomically, with the same effects
-    /// as a visitor's click or submit.
-    fn answer_interaction(&self, req: AnswerRequest) -> BoxFut<'_, StoreResult<AnswerOutcome>>;
-    /// Ends a pending interaction (`expired` or `cancelled`), turning its
-    /// blocks off with `reason`. Returns the interaction as it then stands
-    /// (already answered if the answer won the race).
-    fn close_interaction(
-        &self,
-        id: &str,
-        status: InteractionStatus,
-        reason: &'static str,
-        now_ms: i64,
-    ) -> BoxFut<'_, StoreResult<Interaction>>;
-    /// Applies one use of a response_url.
-    fn reply(&self, req: ReplyRequest) -> BoxFut<'_, StoreResult<ReplyOutcome>>;
-}
-
-/// The delivery queue as the dispatcher works it.
-pub trait Queue: Send + Sync {
-    /// Claims up to `limit` due deliveries that head their conversation,
-    /// skipping the chatbots in `skip` and disabled endpoints; each is
-    /// leased until `lease_until`.
-    fn claim_due(
-        &self,
-        now_ms: i64,
-        lease_until: i64,
-        limit: usize,
-        skip: Vec<String>,
-    ) -> BoxFut<'_, StoreResult<Claim>>;
-    /// Like [`Self::claim_due`], but only what the store queued for this
-    /// instance as its events committed (announced by
-    /// [`Signals::events_queued`]); the table is not read, and the
-    /// next due time is the one the last claim of the table reported.
-    fn claim_queued(
-        &self,
-        now_ms: i64,
-        lease_until: i64,
-        limit: usize,
-        skip: Vec<String>,
-    ) -> BoxFut<'_, StoreResult<Claim>> {
-        self.claim_due(now_ms, lease_until, limit, skip)
+store_role! {
+    /// Chatbots and their conversations: created, read, updated, listed.
+    pub trait Accounts {
+        /// A value kept across restarts (admin token hash, server key); `init`
+        /// is stored when none is there yet. Returns the stored value.
+        bg fn meta_get_or_init(&self, key: &str, init: String) -> String;
+        write fn create_chatbot(&self, bot: Chatbot, api_key_hash: String) -> ();
+        read fn get_chatbot(&self, id: &str) -> Chatbot;
+        read fn chatbot_by_key(&self, api_key_hash: &str) -> Chatbot;
+        /// Saves name, url, retention, secrets and the endpoint flag.
+        write fn update_chatbot(&self, bot: Chatbot) -> ();
+        write fn create_conversation(&self, conv: Conversation, token_hash: String) -> ();
+        read fn get_conversation(&self, id: &str) -> Conversation;
+        /// A visitor token's conversation, with its chatbot's `allowed_origins`
+        /// (checked against the `Origin` of every widget call).
+        read fn conversation_by_token(&self, token_hash: &str) -> (Conversation, AllowedOrigins);
+        /// Every chatbot, newest first; the cursor is the last id of a page.
+        read fn list_chatbots(&self, limit: usize, cursor: Option<String>) -> Page<Chatbot>;
+        /// A chatbot's conversations, newest first (ids are time-ordered); the
+        /// cursor is the last id of a page.
+        read fn list_conversations(&self, chatbot_id: &str, limit: usize, cursor: Option<String>, now_ms: i64) -> Page<ConversationSummary>;
     }
-    /// Gives back what is queued for this instance and queues no more (on
-    /// shutdown, once the claim loop has stopped).
-    fn stop_queueing(&self) -> BoxFut<'_, StoreResult<()>> {
-        Box::pin(async { Ok(()) })
-    }
-    /// Records attempts and moves each delivery on, in one transaction.
-    fn record_attempts(&self, records: Vec<AttemptRecord>) -> BoxFut<'_, StoreResult<()>>;
-    /// Releases all leases (on start of a single instance, and on shutdown).
-    fn release_leases(&self, event_ids: Option<Vec<String>>) -> BoxFut<'_, StoreResult<()>>;
-    /// Gives back claimed deliveries that found no room to start, to be
-    /// claimed again first.
-    fn give_back(&self, claims: Vec<Claimed>) -> BoxFut<'_, StoreResult<()>> {
-        self.release_leases(Some(claims.into_iter().map(|c| c.event_id).collect()))
-    }
-    /// Time (ms) of the earliest future attempt, to sleep until.
-    fn next_due_at(&self) -> BoxFut<'_, StoreResult<Option<i64>>>;
-    fn queue_stats(&self) -> BoxFut<'_, StoreResult<QueueStats>>;
 }
 
-/// The deliveries log: read, redelivered, a test event queued.
-pub trait Deliveries: Send + Sync {
-    fn list_events(
-        &self,
-        chatbot_id: &str,
-        filter: EventFilter,
-        limit: usize,
-        cursor: Option<i64>,
-    ) -> BoxFut<'_, StoreResult<Page<EventSummary>>>;
-    fn get_event(&self, chatbot_id: &str, event_id: &str) -> BoxFut<'_, StoreResult<EventDetail>>;
-    /// Delivers an event again: to one endpoint, or (`None`) to every
-    /// endpoint it went to. `NotFound` when it has no delivery there.
-    fn redeliver(
-        &self,
-        chatbot_id: &str,
-        event_id: &str,
-        endpoint: Option<EndpointSel>,
-        now_ms: i64,
-    ) -> BoxFut<'_, StoreResult<()>>;
-    /// Redelivers every delivery of the chatbot in `status` (`dead` or
-    /// `failed`) of an event created at or after `since` (to one endpoint,
-    /// or to all), each as one redelivery. Returns how many.
-    fn redeliver_all(
-        &self,
-        chatbot_id: &str,
-        status: EventStatus,
-        since: Option<i64>,
-        endpoint: Option<EndpointSel>,
-        now_ms: i64,
-    ) -> BoxFut<'_, StoreResult<u64>>;
-    /// Queues an event that has no cause in a conversation (`webhook.test`);
-    /// its `conversation_id` is its own delivery lane.
-    fn enqueue_event(&self, event: NewEvent) -> BoxFut<'_, StoreResult<()>>;
-    /// Queues such an event to one endpoint other than the default only,
-    /// whatever its filter (`POST /api/v1/endpoints/{id}/test`). `NotFound`
-    /// when the chatbot has no such endpoint.
-    fn enqueue_event_to(&self, event: NewEvent, endpoint_id: &str) -> BoxFut<'_, StoreResult<()>>;
+store_role! {
+    /// Messages, their attachments and the conversation stream; a takeover.
+    pub trait Conversations {
+        /// A member takes over: blocks turn off with reason `takeover`.
+        write fn takeover(&self, conversation_id: &str, member: Person, now_ms: i64) -> ();
+        /// Stores a message (and, for a visitor's message, its event) in one
+        /// transaction, with its `message.created` stream entry.
+        /// With `interactions`, also records them; an `ask` interaction while
+        /// another ask of the conversation is pending is a 409 `dialog_pending`.
+        write fn insert_message(&self, msg: Message, event: Option<NewEvent>, interactions: Vec<NewInteraction>) -> ();
+        read fn get_message(&self, id: &str) -> Message;
+        /// Stores an ask's attachment (before its message; deleted with its
+        /// conversation).
+        write fn insert_attachment(&self, a: crate::domain::attachment::Attachment) -> ();
+        /// An attachment with its bytes; `NotFound` if there is none.
+        read fn get_attachment(&self, id: &str) -> crate::domain::attachment::Attachment;
+        /// Removes an attachment whose message was refused.
+        write fn delete_attachment(&self, id: &str) -> ();
+        read fn list_messages(&self, conversation_id: &str, limit: usize, cursor: Option<i64>) -> Page<Message>;
+        read fn stream_since(&self, conversation_id: &str, after_seq: i64, limit: usize) -> Vec<StreamEvent>;
+        /// Records a transient stream entry (`typing`).
+        write fn append_stream(&self, conversation_id: &str, kind: &str, data: String) -> StreamEvent;
+    }
 }
 
-/// Erasure and the retention purge.
-pub trait Lifecycle: Send + Sync {
-    /// Erases conversation `conversation_id` of `chatbot_id` now, with
-    /// everything in it, its undelivered events included (`NotFound` when
-    /// it is not that chatbot's).
-    fn erase_conversation(
-        &self,
-        chatbot_id: &str,
-        conversation_id: &str,
-    ) -> BoxFut<'_, StoreResult<()>>;
-    /// One pass of the retention purge at `now_ms`: every conversation
-    /// older than its chatbot's retention whose events have all ended is
-    /// deleted with everything in it, in batches of at most
-    /// [`PURGE_BATCH`]. Returns how many were deleted.
-    fn purge_expired(&self, now_ms: i64) -> BoxFut<'_, StoreResult<u64>>;
+store_role! {
+    /// Clicks, submits and answers; interactions read and closed; replies.
+    pub trait Inbox {
+        /// Applies a click or submit atomically: block state, event and stream
+        /// entry in one transaction, or nothing.
+        write fn interact(&self, req: InteractRequest) -> Interacted;
+        read fn get_interaction(&self, chatbot_id: &str, id: &str) -> Interaction;
+        read fn list_interactions(&self, chatbot_id: &str, filter: InteractionFilter, limit: usize, cursor: Option<i64>, now_ms: i64) -> Page<Interaction>;
+        /// Answers an interaction as a member, atomically, with the same effects
+        /// as a visitor's click or submit.
+        write fn answer_interaction(&self, req: AnswerRequest) -> AnswerOutcome;
+        /// Ends a pending interaction (`expired` or `cancelled`), turning its
+        /// blocks off with `reason`. Returns the interaction as it then stands
+        /// (already answered if the answer won the race).
+        write fn close_interaction(&self, id: &str, status: InteractionStatus, reason: &'static str, now_ms: i64) -> Interaction;
+        /// Applies one use of a response_url.
+        write fn reply(&self, req: ReplyRequest) -> ReplyOutcome;
+    }
+}
+
+store_role! {
+    /// The delivery queue as the dispatcher works it.
+    pub trait Queue {
+        /// Claims up to `limit` due deliveries that head their conversation,
+        /// skipping the chatbots in `skip` and disabled endpoints; each is
+        /// leased until `lease_until`.
+        read fn claim_due(&self, now_ms: i64, lease_until: i64, limit: usize, skip: Vec<String>) -> Claim;
+        /// Like [`Self::claim_due`], but only what the store queued for this
+        /// instance as its events committed (announced by
+        /// [`Signals::events_queued`]); the table is not read, and the
+        /// next due time is the one the last claim of the table reported.
+        read fn claim_queued(&self, now_ms: i64, lease_until: i64, limit: usize, skip: Vec<String>) -> Claim = {
+            self.claim_due(now_ms, lease_until, limit, skip)
+        };
+        /// Gives back what is queued for this instance and queues no more (on
+        /// shutdown, once the claim loop has stopped).
+        bg fn stop_queueing(&self) -> () = {
+            Box::pin(async { Ok(()) })
+        };
+        /// Records attempts and moves each delivery on, in one transaction.
+        bg fn record_attempts(&self, records: Vec<AttemptRecord>) -> ();
+        /// Releases all leases (on start of a single instance, and on shutdown).
+        bg fn release_leases(&self, event_ids: Option<Vec<String>>) -> ();
+        /// Gives back claimed deliveries that found no room to start, to be
+        /// claimed again first.
+        bg fn give_back(&self, claims: Vec<Claimed>) -> () = {
+            self.release_leases(Some(claims.into_iter().map(|c| c.event_id).collect()))
+        };
+        /// Time (ms) of the earliest future attempt, to sleep until.
+        read fn next_due_at(&self) -> Option<i64>;
+        read fn queue_stats(&self) -> QueueStats;
+    }
+}
+
+store_role! {
+    /// The deliveries log: read, redelivered, a test event queued.
+    pub trait Deliveries {
+        read fn list_events(&self, chatbot_id: &str, filter: EventFilter, limit: usize, cursor: Option<i64>) -> Page<EventSummary>;
+        read fn get_event(&self, chatbot_id: &str, event_id: &str) -> EventDetail;
+        /// Delivers an event again: to one endpoint, or (`None`) to every
+        /// endpoint it went to. `NotFound` when it has no delivery there.
+        write fn redeliver(&self, chatbot_id: &str, event_id: &str, endpoint: Option<EndpointSel>, now_ms: i64) -> ();
+        /// Redelivers every delivery of the chatbot in `status` (`dead` or
+        /// `failed`) of an event created at or after `since` (to one endpoint,
+        /// or to all), each as one redelivery. Returns how many.
+        write fn redeliver_all(&self, chatbot_id: &str, status: EventStatus, since: Option<i64>, endpoint: Option<EndpointSel>, now_ms: i64) -> u64;
+        /// Queues an event that has no cause in a conversation (`webhook.test`);
+        /// its `conversation_id` is its own delivery lane.
+        write fn enqueue_event(&self, event: NewEvent) -> ();
+        /// Queues such an event to one endpoint other than the default only,
+        /// whatever its filter (`POST /api/v1/endpoints/{id}/test`). `NotFound`
+        /// when the chatbot has no such endpoint.
+        write fn enqueue_event_to(&self, event: NewEvent, endpoint_id: &str) -> ();
+    }
+}
+
+store_role! {
+    /// Erasure and the retention purge.
+    pub trait Lifecycle {
+        /// Erases conversation `conversation_id` of `chatbot_id` now, with
+        /// everything in it, its undelivered events included (`NotFound` when
+        /// it is not that chatbot's).
+        write fn erase_conversation(&self, chatbot_id: &str, conversation_id: &str) -> ();
+        /// One pass of the retention purge at `now_ms`: every conversation
+        /// older than its chatbot's retention whose events have all ended is
+        /// deleted with everything in it, in batches of at most
+        /// [`PURGE_BATCH`]. Returns how many were deleted.
+        bg fn purge_expired(&self, now_ms: i64) -> u64;
+    }
 }
 
 /// Most conversations one purge transaction deletes.

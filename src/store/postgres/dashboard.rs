@@ -124,15 +124,9 @@ pub(super) async fn list_chatbots(
         .bind(limit as i64 + 1)
         .fetch_all(&st.pool)
         .await?;
-    let mut data = rows
+    let data = rows
         .iter()
         .map(chatbot_row)
         .collect::<Result<Vec<_>, sqlx::Error>>()?;
-    let next_cursor = if data.len() > limit {
-        data.truncate(limit);
-        data.last().map(|b| b.id.to_string())
-    } else {
-        None
-    };
-    Ok(Page { data, next_cursor })
+    Ok(crate::store::page_by_key(data, limit, |b| b.id.to_string()))
 }

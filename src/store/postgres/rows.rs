@@ -141,15 +141,4 @@ pub(super) fn summary_row(r: &PgRow) -> Result<EventSummary, sqlx::Error> {
     })
 }
 
-pub(super) fn page_of<T>(mut rows: Vec<(T, i64)>, limit: usize) -> Page<T> {
-    let next_cursor = if rows.len() > limit {
-        rows.truncate(limit);
-        rows.last().map(|(_, s)| s.to_string())
-    } else {
-        None
-    };
-    Page {
-        data: rows.into_iter().map(|(x, _)| x).collect(),
-        next_cursor,
-    }
-}
+pub(super) use crate::store::page_by_seq as page_of;

@@ -80,23 +80,14 @@ impl SqliteStore {
         limit: usize,
         cursor: Option<String>,
     ) -> StoreResult<Page<Chatbot>> {
-        let mut rows = self.read(|c| {
+        let rows = self.read(|c| {
             c.prepare_cached(&format!(
                 "SELECT {CHATBOT_COLS} FROM chatbots WHERE (?1 IS NULL OR id < ?1) ORDER BY id DESC LIMIT ?2"
             ))?
             .query_map(params![cursor, limit as i64 + 1], chatbot_row)?
             .collect::<rusqlite::Result<Vec<_>>>()
         })?;
-        let next_cursor = if rows.len() > limit {
-            rows.truncate(limit);
-            rows.last().map(|b| b.id.to_string())
-        } else {
-            None
-        };
-        Ok(Page {
-            data: rows,
-            next_cursor,
-        })
+        Ok(crate::store::page_by_key(rows, limit, |b| b.id.to_string()))
     }
 }
 

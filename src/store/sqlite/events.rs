@@ -35,19 +35,7 @@ impl Deliveries for SqliteStore {
             })?;
             rows.collect::<rusqlite::Result<Vec<_>>>()
         });
-        Box::pin(async move {
-            let mut rows = r?;
-            let next_cursor = if rows.len() > limit {
-                rows.truncate(limit);
-                rows.last().map(|(_, s)| s.to_string())
-            } else {
-                None
-            };
-            Ok(Page {
-                data: rows.into_iter().map(|(e, _)| e).collect(),
-                next_cursor,
-            })
-        })
+        Box::pin(async move { Ok(crate::store::page_by_seq(r?, limit)) })
     }
 
     fn get_event(&self, chatbot_id: &str, event_id: &str) -> BoxFut<'_, StoreResult<EventDetail>> {

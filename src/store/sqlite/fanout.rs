@@ -14,17 +14,7 @@ const CLAIM_COLS: &str = "d.seq, d.event_id, d.chatbot_id, d.conversation_id, e.
 
 fn claimed_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<ClaimedDelivery> {
     Ok(ClaimedDelivery {
-        claim: Claimed {
-            seq: r.get(0)?,
-            event_id: r.get(1)?,
-            chatbot_id: r.get(2)?,
-            conversation_id: r.get(3)?,
-            payload: bytes::Bytes::from(r.get::<_, Vec<u8>>(4)?),
-            attempts: r.get(5)?,
-            attempt_base: r.get(6)?,
-            trace: r.get(7)?,
-            bot: None,
-        },
+        claim: claim_at(r, 7)?,
         endpoint_id: r.get(8)?,
         created_at: r.get(9)?,
         target: Target {

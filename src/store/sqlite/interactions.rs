@@ -56,19 +56,7 @@ impl Inbox for SqliteStore {
             )?;
             rows.collect::<rusqlite::Result<Vec<_>>>()
         });
-        Box::pin(async move {
-            let mut rows = r?;
-            let next_cursor = if rows.len() > limit {
-                rows.truncate(limit);
-                rows.last().map(|(_, s)| s.to_string())
-            } else {
-                None
-            };
-            Ok(Page {
-                data: rows.into_iter().map(|(i, _)| i).collect(),
-                next_cursor,
-            })
-        })
+        Box::pin(async move { Ok(crate::store::page_by_seq(r?, limit)) })
     }
 
     fn answer_interaction(&self, req: AnswerRequest) -> BoxFut<'_, StoreResult<AnswerOutcome>> {

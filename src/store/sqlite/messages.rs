@@ -100,19 +100,7 @@ impl Conversations for SqliteStore {
             })?;
             rows.collect::<rusqlite::Result<Vec<_>>>()
         });
-        Box::pin(async move {
-            let mut rows = r?;
-            let next_cursor = if rows.len() > limit {
-                rows.truncate(limit);
-                rows.last().map(|(_, seq)| seq.to_string())
-            } else {
-                None
-            };
-            Ok(Page {
-                data: rows.into_iter().map(|(m, _)| m).collect(),
-                next_cursor,
-            })
-        })
+        Box::pin(async move { Ok(crate::store::page_by_seq(r?, limit)) })
     }
     fn stream_since(
         &self,

@@ -73,17 +73,7 @@ pub(super) fn promote_next(
         .and_then(|mut s| {
             s.query_row([conversation_id], |r| {
                 Ok((
-                    Claimed {
-                        seq: r.get(0)?,
-                        event_id: r.get(1)?,
-                        chatbot_id: r.get(2)?,
-                        conversation_id: r.get(3)?,
-                        payload: bytes::Bytes::from(r.get::<_, Vec<u8>>(4)?),
-                        attempts: r.get(5)?,
-                        attempt_base: r.get(6)?,
-                        trace: r.get(9)?,
-                        bot: None,
-                    },
+                    claim_at(r, 9)?,
                     r.get::<_, i64>(7)?,
                     r.get::<_, bool>(8)?,
                 ))

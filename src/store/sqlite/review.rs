@@ -94,19 +94,7 @@ impl SqliteStore {
                          WHERE id = ?1 AND chatbot_id = ?2 AND is_head = 1 AND status IN ('pending', 'failed')
                            AND chatbot_id NOT IN (SELECT id FROM chatbots WHERE endpoint_disabled = 1)",
                     )?
-                    .query_row(params![event_id, chatbot_id], |r| {
-                        Ok(Claimed {
-                            seq: r.get(0)?,
-                            event_id: r.get(1)?,
-                            chatbot_id: r.get(2)?,
-                            conversation_id: r.get(3)?,
-                            payload: bytes::Bytes::from(r.get::<_, Vec<u8>>(4)?),
-                            attempts: r.get(5)?,
-                            attempt_base: r.get(6)?,
-                            trace: r.get(7)?,
-                            bot: None,
-                        })
-                    })
+                    .query_row(params![event_id, chatbot_id], |r| claim_at(r, 7))
                     .optional()
                 })
                 .inspect(|found| {

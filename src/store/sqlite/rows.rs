@@ -10,6 +10,23 @@ pub(super) const CHATBOT_COLS: &str = "id, name, webhook_url, retention_ms, sign
 pub(super) const CHATBOT_COLS_OF_B: &str = "b.id, b.name, b.webhook_url, b.retention_ms, b.signing_secret, b.previous_secret, b.previous_until, b.endpoint_disabled, b.member_id, b.created_at, b.allowed_origins";
 pub(super) const CHATBOT_COL_COUNT: usize = 11;
 
+/// A queued event as claimed, from columns `seq, id, chatbot_id,
+/// conversation_id, payload, attempts, attempt_base` first and its
+/// `traceparent` at `trace`.
+pub(super) fn claim_at(r: &rusqlite::Row<'_>, trace: usize) -> rusqlite::Result<Claimed> {
+    Ok(Claimed {
+        seq: r.get(0)?,
+        event_id: r.get(1)?,
+        chatbot_id: r.get(2)?,
+        conversation_id: r.get(3)?,
+        payload: bytes::Bytes::from(r.get::<_, Vec<u8>>(4)?),
+        attempts: r.get(5)?,
+        attempt_base: r.get(6)?,
+        trace: r.get(trace)?,
+        bot: None,
+    })
+}
+
 pub(super) fn chatbot_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Chatbot> {
     let prev: Option<String> = r.get(5)?;
     let until: Option<i64> = r.get(6)?;
