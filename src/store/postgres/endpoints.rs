@@ -27,12 +27,12 @@ fn endpoint_row(r: &PgRow) -> Result<StoredEndpoint, sqlx::Error> {
     })
 }
 
-async fn insert(tx: &mut Tx<'_>, row: &StoredEndpoint, upsert: &str) -> StoreResult<()> {
-    sqlx::query(&format!("{} {upsert}", sql::insert_sql()))
-        .bind(&row.id)
-        .bind(&row.chatbot_id)
-        .bind(row.is_default)
-        .bind(&row.url)
+type Query<'q> = sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments>;
+
+/// Binds an endpoint's settings, `url` to `disabled_reason`, in the order
+/// of [`COLUMNS`](crate::domain::endpoints::stored::COLUMNS).
+fn bind_settings<'q>(q: Query<'q>, row: &'q StoredEndpoint) -> Query<'q> {
+    q.bind(&row.url)
         .bind(&row.description)
         .bind(&row.event_types)
         .bind(&row.filter)
@@ -41,6 +41,15 @@ async fn insert(tx: &mut Tx<'_>, row: &StoredEndpoint, upsert: &str) -> StoreRes
         .bind(&row.headers)
         .bind(row.enabled)
         .bind(&row.disabled_reason)
+}
+
+async fn insert(tx: &mut Tx<'_>, row: &StoredEndpoint, upsert: &str) -> StoreResult<()> {
+    let sql = format!("{} {upsert}", sql::insert_sql());
+    let q = sqlx::query(&sql)
+        .bind(&row.id)
+        .bind(&row.chatbot_id)
+        .bind(row.is_default);
+    bind_settings(q, row)
         .bind(&row.signing_secret)
         .bind(&row.previous_secret)
         .bind(row.previous_until)
@@ -115,18 +124,10 @@ impl Endpoints for PostgresStore {
                 .await?
                 .rows_affected()
             } else {
-                sqlx::query(sql::UPDATE_OTHER)
+                let q = sqlx::query(sql::UPDATE_OTHER)
                     .bind(&row.id)
-                    .bind(&row.chatbot_id)
-                    .bind(&row.url)
-                    .bind(&row.description)
-                    .bind(&row.event_types)
-                    .bind(&row.filter)
-                    .bind(row.replies)
-                    .bind(&row.rate_limit)
-                    .bind(&row.headers)
-                    .bind(row.enabled)
-                    .bind(&row.disabled_reason)
+                    .bind(&row.chatbot_id);
+                bind_settings(q, &row)
                     .bind(row.updated_at)
                     .execute(&mut *tx)
                     .await?

@@ -185,19 +185,7 @@ impl Deliveries for PostgresStore {
             // An event of its own lane (`webhook.test`): no conversation row
             // to lock, and it heads its lane at once.
             let mut tx = self.pool.begin().await?;
-            sqlx::query(
-                "INSERT INTO events (id, chatbot_id, conversation_id, type, payload, created_at, status, attempts, next_attempt_at, is_head, traceparent)
-                 VALUES ($1, $2, $3, $4, $5, $6, 'pending', 0, $6, 1, $7)",
-            )
-            .bind(&event.id)
-            .bind(&event.chatbot_id)
-            .bind(&event.conversation_id)
-            .bind(event.event_type)
-            .bind(&event.payload)
-            .bind(event.created_at)
-            .bind(&event.trace)
-            .execute(&mut *tx)
-            .await?;
+            insert_lane_event(&mut tx, &event, true).await?;
             let mut notes = notify::Notes::new(&self.instance);
             notes.due();
             notes.send(&mut tx).await?;
@@ -242,19 +230,7 @@ impl Deliveries for PostgresStore {
             }
             // The event, not sent to the default endpoint, and its one
             // delivery, routed already.
-            let seq: i64 = sqlx::query_scalar(
-                "INSERT INTO events (id, chatbot_id, conversation_id, type, payload, created_at, status, attempts, next_attempt_at, is_head, traceparent, routed)
-                 VALUES ($1, $2, $3, $4, $5, $6, 'skipped', 0, $6, 0, $7, 1) RETURNING seq",
-            )
-            .bind(&event.id)
-            .bind(&event.chatbot_id)
-            .bind(&event.conversation_id)
-            .bind(event.event_type)
-            .bind(&event.payload)
-            .bind(event.created_at)
-            .bind(&event.trace)
-            .fetch_one(&mut *tx)
-            .await?;
+            let seq = insert_lane_event(&mut tx, &event, false).await?;
             sqlx::query(
                 "INSERT INTO deliveries (event_seq, event_id, endpoint_id, chatbot_id, conversation_id, status, next_attempt_at, created_at)
                  VALUES ($1, $2, $3, $4, $5, 'pending', $6, $6)",
@@ -287,4 +263,35 @@ fn listed_row(r: &PgRow) -> Result<EventSummary, sqlx::Error> {
         attempts: r.try_get::<i64, _>(5)? as u32,
         next_attempt_at: r.try_get(6)?,
     })
+}
+
+/// Inserts an event of its own lane (`webhook.test`), routed already (to
+/// no endpoint but the one it is for): queued to the default endpoint and
+/// heading its lane, or (`to_default` false) `skipped` there. Its row's
+/// `seq`.
+async fn insert_lane_event(
+    tx: &mut sqlx::PgConnection,
+    event: &NewEvent,
+    to_default: bool,
+) -> StoreResult<i64> {
+    let (status, head) = if to_default {
+        ("pending", 1i64)
+    } else {
+        ("skipped", 0)
+    };
+    Ok(sqlx::query_scalar(
+        "INSERT INTO events (id, chatbot_id, conversation_id, type, payload, created_at, status, attempts, next_attempt_at, is_head, traceparent, routed)
+         VALUES ($1, $2, $3, $4, $5, $6, $8, 0, $6, $9, $7, 1) RETURNING seq",
+    )
+    .bind(&event.id)
+    .bind(&event.chatbot_id)
+    .bind(&event.conversation_id)
+    .bind(event.event_type)
+    .bind(&event.payload)
+    .bind(event.created_at)
+    .bind(&event.trace)
+    .bind(status)
+    .bind(head)
+    .fetch_one(&mut *tx)
+    .await?)
 }

@@ -70,7 +70,7 @@ impl SqliteStore {
     }
 
     pub(super) async fn enqueue_event_impl(&self, event: NewEvent) -> StoreResult<()> {
-        self.write_queuing(true, move |c| insert_event(c, event), Option::take)
+        self.write_with(true, true, move |c| insert_event(c, event), Option::take)
             .await?;
         Ok(())
     }

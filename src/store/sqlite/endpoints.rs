@@ -5,6 +5,7 @@ use super::*;
 use crate::domain::endpoints::stored::COLUMNS;
 use crate::domain::endpoints::{Endpoint, StoredEndpoint, default_endpoint_id};
 use crate::store::endpoints as sql;
+use rusqlite::{ToSql, params_from_iter};
 
 /// The shared statements with SQLite's numbered parameters (`?1`).
 fn q(s: &str) -> String {
@@ -33,27 +34,35 @@ fn endpoint_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<StoredEndpoint> {
     })
 }
 
+/// An endpoint's settings, `url` to `disabled_reason`, as parameters in
+/// the order of [`COLUMNS`](crate::domain::endpoints::stored::COLUMNS).
+fn settings(row: &StoredEndpoint) -> [&dyn ToSql; 9] {
+    [
+        &row.url,
+        &row.description,
+        &row.event_types,
+        &row.filter,
+        &row.replies,
+        &row.rate_limit,
+        &row.headers,
+        &row.enabled,
+        &row.disabled_reason,
+    ]
+}
+
 fn insert(c: &Connection, row: &StoredEndpoint, upsert: &str) -> rusqlite::Result<usize> {
+    let head: [&dyn ToSql; 3] = [&row.id, &row.chatbot_id, &row.is_default];
+    let tail: [&dyn ToSql; 5] = [
+        &row.signing_secret,
+        &row.previous_secret,
+        &row.previous_until,
+        &row.created_at,
+        &row.updated_at,
+    ];
     c.prepare_cached(&format!("{} {upsert}", q(&sql::insert_sql())))?
-        .execute(params![
-            row.id,
-            row.chatbot_id,
-            row.is_default,
-            row.url,
-            row.description,
-            row.event_types,
-            row.filter,
-            row.replies,
-            row.rate_limit,
-            row.headers,
-            row.enabled,
-            row.disabled_reason,
-            row.signing_secret,
-            row.previous_secret,
-            row.previous_until,
-            row.created_at,
-            row.updated_at,
-        ])
+        .execute(params_from_iter(
+            head.into_iter().chain(settings(row)).chain(tail),
+        ))
 }
 
 impl Endpoints for SqliteStore {
@@ -91,20 +100,14 @@ impl Endpoints for SqliteStore {
         Box::pin(async move {
             if !ep.is_default {
                 self.write(move |c| {
-                    let n = c.prepare_cached(&q(sql::UPDATE_OTHER))?.execute(params![
-                        row.id,
-                        row.chatbot_id,
-                        row.url,
-                        row.description,
-                        row.event_types,
-                        row.filter,
-                        row.replies,
-                        row.rate_limit,
-                        row.headers,
-                        row.enabled,
-                        row.disabled_reason,
-                        row.updated_at,
-                    ])?;
+                    let ids: [&dyn ToSql; 2] = [&row.id, &row.chatbot_id];
+                    let args = ids
+                        .into_iter()
+                        .chain(settings(&row))
+                        .chain([&row.updated_at as &dyn ToSql]);
+                    let n = c
+                        .prepare_cached(&q(sql::UPDATE_OTHER))?
+                        .execute(params_from_iter(args))?;
                     if n == 0 {
                         return Err(StoreError::NotFound);
                     }

@@ -228,18 +228,16 @@ impl Fanout for SqliteStore {
                            duration_ms, error, response_excerpt, request_headers)
                          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
                     )?
-                    .execute(params![
-                        rec.seq,
-                        rec.number,
-                        rec.event_id,
-                        r.endpoint_id,
-                        rec.at_ms,
-                        rec.status_code,
-                        rec.duration_ms,
-                        rec.error,
-                        rec.response_excerpt,
-                        rec.request_headers
-                    ])?;
+                    .execute(rusqlite::params_from_iter(
+                        [
+                            &rec.seq as &dyn rusqlite::ToSql,
+                            &rec.number,
+                            &rec.event_id,
+                            &r.endpoint_id,
+                        ]
+                        .into_iter()
+                        .chain(attempt_outcome(rec)),
+                    ))?;
                     if rec.next == AttemptNext::EndpointGone {
                         c.prepare_cached(
                             "UPDATE endpoints SET enabled = 0, disabled_reason = 'gone', updated_at = ?2 WHERE id = ?1",

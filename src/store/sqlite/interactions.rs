@@ -8,7 +8,8 @@ impl Inbox for SqliteStore {
         let signals = self.signals.clone();
         Box::pin(async move {
             let fx = self
-                .write_queuing(
+                .write_with(
+                    true,
                     false,
                     move |c| script::now(script::inbox::interact(&mut Sql(c), &req)),
                     |fx| fx.hot.take(),
@@ -63,7 +64,8 @@ impl Inbox for SqliteStore {
         let signals = self.signals.clone();
         Box::pin(async move {
             let (outcome, fx) = self
-                .write_queuing(
+                .write_with(
+                    true,
                     true,
                     move |c| script::now(script::inbox::answer(&mut Sql(c), &req)),
                     |t| t.1.as_mut().and_then(|fx| fx.hot.take()),

@@ -37,7 +37,8 @@ impl Conversations for SqliteStore {
         let signals = self.signals.clone();
         Box::pin(async move {
             let (announce, _) = self
-                .write_queuing(
+                .write_with(
+                    true,
                     true,
                     move |c| {
                         script::now(script::messages::insert(

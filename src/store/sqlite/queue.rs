@@ -263,16 +263,10 @@ impl Queue for SqliteStore {
                              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
                         )
                         .and_then(|mut s| {
-                            s.execute(params![
-                                rec.event_id,
-                                rec.number,
-                                rec.at_ms,
-                                rec.status_code,
-                                rec.duration_ms,
-                                rec.error,
-                                rec.response_excerpt,
-                                rec.request_headers
-                            ])
+                            let ids: [&dyn rusqlite::ToSql; 2] = [&rec.event_id, &rec.number];
+                            s.execute(rusqlite::params_from_iter(
+                                ids.into_iter().chain(attempt_outcome(rec)),
+                            ))
                         })?;
                         }
                         if let AttemptNext::RetryAt(t) = rec.next {

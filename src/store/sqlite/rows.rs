@@ -27,6 +27,19 @@ pub(super) fn claim_at(r: &rusqlite::Row<'_>, trace: usize) -> rusqlite::Result<
     })
 }
 
+/// What one attempt came to, `at` to `request_headers`, as parameters in
+/// the order both attempts tables keep them.
+pub(super) fn attempt_outcome(rec: &AttemptRecord) -> [&dyn rusqlite::ToSql; 6] {
+    [
+        &rec.at_ms,
+        &rec.status_code,
+        &rec.duration_ms,
+        &rec.error,
+        &rec.response_excerpt,
+        &rec.request_headers,
+    ]
+}
+
 pub(super) fn chatbot_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Chatbot> {
     let prev: Option<String> = r.get(5)?;
     let until: Option<i64> = r.get(6)?;

@@ -88,23 +88,10 @@ impl SqliteStore {
         self.write_with(durable, false, f, |_| None).await
     }
 
-    /// A durable write (with a savepoint or decided) that may queue an
-    /// event: `hot` takes it from the job's answer, and the syncer offers
-    /// the events of a whole batch to the dispatcher at once when the batch
-    /// is on disk.
-    pub(super) async fn write_queuing<T, F>(
-        &self,
-        savepoint: bool,
-        f: F,
-        hot: fn(&mut T) -> Option<Claimed>,
-    ) -> StoreResult<T>
-    where
-        T: Send + 'static,
-        F: FnOnce(&Connection) -> StoreResult<T> + Send + 'static,
-    {
-        self.write_with(true, savepoint, f, hot).await
-    }
-
+    /// A write (with a savepoint or decided) that may queue an event:
+    /// `hot` takes it from the job's answer, and the syncer offers the
+    /// events of a whole batch to the dispatcher at once when the batch is
+    /// on disk (`|_| None` when it queues none).
     pub(super) async fn write_with<T, F>(
         &self,
         durable: bool,
