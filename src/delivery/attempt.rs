@@ -68,19 +68,7 @@ pub async fn run_to(
 ) -> AttemptRecord {
     let number = c.attempts + 1;
     let started = Instant::now();
-    let mut rec = AttemptRecord {
-        event_id: c.event_id.clone(),
-        seq: c.seq,
-        conversation_id: c.conversation_id.clone(),
-        number,
-        at_ms: now_ms(),
-        status_code: None,
-        duration_ms: 0,
-        error: None,
-        response_excerpt: None,
-        request_headers: None,
-        next: AttemptNext::Succeeded,
-    };
+    let mut rec = AttemptRecord::of(c, number, now_ms(), AttemptNext::Succeeded);
     // The attempt's span: exported when OTLP export is on, else only its
     // position in the trace, for the `traceparent` header.
     let span = crate::telemetry::otlp::enabled().then(|| {

@@ -78,17 +78,5 @@ pub fn takes(route: &Route, payload: &[u8]) -> bool {
 
 /// The record of an event its default endpoint does not take: no attempt.
 pub fn skipped(c: &Claimed) -> AttemptRecord {
-    AttemptRecord {
-        event_id: c.event_id.clone(),
-        seq: c.seq,
-        conversation_id: c.conversation_id.clone(),
-        number: c.attempts,
-        at_ms: now_ms(),
-        status_code: None,
-        duration_ms: 0,
-        error: None,
-        response_excerpt: None,
-        request_headers: None,
-        next: AttemptNext::Skipped,
-    }
+    AttemptRecord::of(c, c.attempts, now_ms(), AttemptNext::Skipped)
 }

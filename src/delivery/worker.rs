@@ -425,18 +425,10 @@ impl Dispatcher {
 
     fn store_failure(&self, c: &Claimed, e: &str) -> AttemptRecord {
         let number = c.attempts + 1;
+        let next = attempt::failure_next(&self.state, number - c.attempt_base, None);
         AttemptRecord {
-            event_id: c.event_id.clone(),
-            seq: c.seq,
-            conversation_id: c.conversation_id.clone(),
-            number,
-            at_ms: now_ms(),
-            status_code: None,
-            duration_ms: 0,
             error: Some(format!("E_STORE: {e}")),
-            response_excerpt: None,
-            request_headers: None,
-            next: attempt::failure_next(&self.state, number - c.attempt_base, None),
+            ..AttemptRecord::of(c, number, now_ms(), next)
         }
     }
 

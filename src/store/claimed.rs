@@ -54,6 +54,46 @@ pub struct AttemptRecord {
     pub next: AttemptNext,
 }
 
+impl Claimed {
+    /// A claim of event `id` of chatbot `bot` in conversation `conv`, not
+    /// yet tried, with an empty payload (for tests of the queue's
+    /// bookkeeping).
+    #[cfg(test)]
+    pub fn sample(id: &str, bot: &str, conv: &str) -> Self {
+        Self {
+            seq: 0,
+            event_id: id.into(),
+            chatbot_id: bot.into(),
+            conversation_id: conv.into(),
+            payload: bytes::Bytes::new(),
+            attempts: 0,
+            attempt_base: 0,
+            trace: None,
+            bot: None,
+        }
+    }
+}
+
+impl AttemptRecord {
+    /// Attempt `number` of claimed delivery `c`, made at `at_ms`, leading
+    /// to `next`; nothing sent or heard yet.
+    pub fn of(c: &Claimed, number: u32, at_ms: i64, next: AttemptNext) -> Self {
+        Self {
+            event_id: c.event_id.clone(),
+            seq: c.seq,
+            conversation_id: c.conversation_id.clone(),
+            number,
+            at_ms,
+            status_code: None,
+            duration_ms: 0,
+            error: None,
+            response_excerpt: None,
+            request_headers: None,
+            next,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum AttemptNext {
     Succeeded,

@@ -123,15 +123,9 @@ impl Fanout for PostgresStore {
             let any = !deliveries.is_empty();
             let mut tx = self.pool.begin().await?;
             if any {
-                let n = deliveries.len();
-                let (mut seqs, mut ids, mut eps, mut bots, mut convs, mut ats) = (
-                    Vec::with_capacity(n),
-                    Vec::with_capacity(n),
-                    Vec::with_capacity(n),
-                    Vec::with_capacity(n),
-                    Vec::with_capacity(n),
-                    Vec::with_capacity(n),
-                );
+                // One array per column.
+                let (mut seqs, mut ids, mut eps, mut bots, mut convs, mut ats) =
+                    <(Vec<_>, Vec<_>, Vec<_>, Vec<_>, Vec<_>, Vec<_>)>::default();
                 for d in deliveries {
                     seqs.push(d.event_seq);
                     ids.push(d.event_id);

@@ -135,15 +135,9 @@ pub(super) fn settable(records: &[AttemptRecord]) -> bool {
 pub(super) async fn record_set(tx: &mut Tx<'_>, records: &[AttemptRecord]) -> StoreResult<bool> {
     let n = records.len();
     let mut headers = Vec::with_capacity(n);
-    let (mut ids, mut numbers, mut ats, mut codes, mut durations, mut errors, mut excerpts) = (
-        Vec::with_capacity(n),
-        Vec::with_capacity(n),
-        Vec::with_capacity(n),
-        Vec::with_capacity(n),
-        Vec::with_capacity(n),
-        Vec::with_capacity(n),
-        Vec::with_capacity(n),
-    );
+    // One array per column (a batch is a few hundred rows at most).
+    let (mut ids, mut numbers, mut ats, mut codes, mut durations, mut errors, mut excerpts) =
+        <(Vec<_>, Vec<_>, Vec<_>, Vec<_>, Vec<_>, Vec<_>, Vec<_>)>::default();
     let (mut statuses, mut nexts, mut heads) = (
         Vec::with_capacity(n),
         Vec::with_capacity(n),

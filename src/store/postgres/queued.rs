@@ -155,17 +155,7 @@ mod tests {
     use super::*;
 
     fn ev(id: &str, bot: &str) -> Claimed {
-        Claimed {
-            seq: 0,
-            event_id: id.into(),
-            chatbot_id: bot.into(),
-            conversation_id: format!("c-{id}"),
-            payload: bytes::Bytes::new(),
-            attempts: 0,
-            attempt_base: 0,
-            trace: None,
-            bot: None,
-        }
+        Claimed::sample(id, bot, &format!("c-{id}"))
     }
 
     fn ids(v: &[Claimed]) -> Vec<&str> {

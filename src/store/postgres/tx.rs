@@ -161,17 +161,15 @@ impl script::Tx for Tx<'_> {
 
     async fn put_answer_record(
         &mut self,
-        interaction_id: &str,
-        key: &str,
-        body_hash: &str,
+        req: &crate::store::AnswerRequest,
         result: &str,
     ) -> StoreResult<()> {
         sqlx::query(
             "INSERT INTO interaction_idempotency (interaction_id, key, body_hash, result) VALUES ($1, $2, $3, $4)",
         )
-        .bind(interaction_id)
-        .bind(key)
-        .bind(body_hash)
+        .bind(&req.interaction_id)
+        .bind(&req.idempotency_key)
+        .bind(&req.body_hash)
         .bind(result)
         .execute(&mut **self)
         .await?;

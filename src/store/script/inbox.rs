@@ -190,13 +190,7 @@ pub async fn answer<T: Tx>(
         return Err(Rejection::NotPending.into());
     };
     let result = answered.to_json(req.now_ms).to_string();
-    tx.put_answer_record(
-        &req.interaction_id,
-        &req.idempotency_key,
-        &req.body_hash,
-        &result,
-    )
-    .await?;
+    tx.put_answer_record(req, &result).await?;
     Ok((AnswerOutcome::Answered(Box::new(answered)), Some(fx)))
 }
 

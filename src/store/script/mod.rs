@@ -105,11 +105,10 @@ pub trait Tx {
         interaction_id: &str,
         key: &str,
     ) -> StoreResult<Option<(String, String)>>;
+    /// Keeps `result` as the answer `req` gave under its key.
     async fn put_answer_record(
         &mut self,
-        interaction_id: &str,
-        key: &str,
-        body_hash: &str,
+        req: &crate::store::AnswerRequest,
         result: &str,
     ) -> StoreResult<()>;
     /// How often a response_url was used; serialises its uses.

@@ -273,17 +273,7 @@ mod tests {
     use super::*;
 
     fn ev(id: &str, bot: &str) -> Claimed {
-        Claimed {
-            seq: 0,
-            event_id: id.into(),
-            chatbot_id: bot.into(),
-            conversation_id: "c".into(),
-            payload: bytes::Bytes::new(),
-            attempts: 0,
-            attempt_base: 0,
-            trace: None,
-            bot: None,
-        }
+        Claimed::sample(id, bot, "c")
     }
 
     #[test]

@@ -146,16 +146,19 @@ impl script::Tx for Sql<'_> {
 
     async fn put_answer_record(
         &mut self,
-        interaction_id: &str,
-        key: &str,
-        body_hash: &str,
+        req: &crate::store::AnswerRequest,
         result: &str,
     ) -> StoreResult<()> {
         self.0
             .prepare_cached(
                 "INSERT INTO interaction_idempotency (interaction_id, key, body_hash, result) VALUES (?1, ?2, ?3, ?4)",
             )?
-            .execute([interaction_id, key, body_hash, result])?;
+            .execute(rusqlite::params![
+                req.interaction_id,
+                req.idempotency_key,
+                req.body_hash,
+                result
+            ])?;
         Ok(())
     }
 
