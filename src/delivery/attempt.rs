@@ -230,7 +230,7 @@ async fn send(
     }
     let req = req
         .header(reqwest::header::CONTENT_TYPE, "application/json")
-        .header(WEBHOOK_ID, &c.event_id)
+        .header(WEBHOOK_ID, c.event_id.as_str())
         .header(WEBHOOK_TIMESTAMP, reqwest::header::HeaderValue::from(ts))
         .header(WEBHOOK_SIGNATURE, sig)
         .header(ATTEMPT, reqwest::header::HeaderValue::from(number))

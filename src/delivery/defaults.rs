@@ -3,6 +3,7 @@
 //! at most every [`TTL`]. A chatbot without a settings row (most) is
 //! cached as "none" and costs one map lookup per claimed event.
 
+use crate::domain::ids::ChatbotId;
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -22,7 +23,7 @@ type Cached = (Option<Arc<DefaultSettings>>, Instant);
 
 #[derive(Default)]
 pub struct Defaults {
-    cache: Mutex<HashMap<String, Cached>>,
+    cache: Mutex<HashMap<ChatbotId, Cached>>,
 }
 
 impl Defaults {
@@ -31,7 +32,7 @@ impl Defaults {
         &self,
         store: &Arc<dyn Store>,
         batch: &[Claimed],
-    ) -> HashMap<String, Arc<DefaultSettings>> {
+    ) -> HashMap<ChatbotId, Arc<DefaultSettings>> {
         let now = Instant::now();
         let mut stale = Vec::new();
         {

@@ -1,6 +1,7 @@
 //! The dispatcher: the claim loop, one task per delivery (bounded globally
 //! and per endpoint, behind each endpoint's circuit breaker), and shutdown.
 
+use crate::domain::ids::{ChatbotId, EventId};
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -55,12 +56,12 @@ pub struct Dispatcher {
     state: Arc<Services>,
     client: reqwest::Client,
     /// Per chatbot: in-flight count and circuit state.
-    endpoints: Mutex<HashMap<String, Endpoint>>,
+    endpoints: Mutex<HashMap<ChatbotId, Endpoint>>,
     /// Per chatbot: its default endpoint's own settings, if it has some.
     defaults: Defaults,
     url_checked: Mutex<Instant>,
     /// Event ids being sent, to release their leases if shutdown cuts them.
-    in_flight: Mutex<HashSet<String>>,
+    in_flight: Mutex<HashSet<EventId>>,
     global: Arc<Semaphore>,
     /// Set while the claim loop may be held back for want of room (the
     /// global limit, an endpoint's limit or circuit): only then does a
@@ -158,7 +159,7 @@ impl Dispatcher {
         if let Some(h) = recorder {
             let _ = tokio::time::timeout(Duration::from_secs(10), h).await;
         }
-        let left: Vec<String> = self.in_flight.lock().drain().collect();
+        let left: Vec<EventId> = self.in_flight.lock().drain().collect();
         if !left.is_empty() {
             self.release(left).await;
         }
@@ -167,7 +168,7 @@ impl Dispatcher {
     /// Chatbots not to claim for now (no room at their endpoint, or its
     /// rate limit reached), and when the earliest open circuit lets a probe
     /// through or rate limit has room again.
-    fn held_back(&self, now: Instant) -> (Vec<String>, Option<Instant>) {
+    fn held_back(&self, now: Instant) -> (Vec<ChatbotId>, Option<Instant>) {
         let limit = self.state.settings.endpoint_concurrency;
         let ms = now_ms();
         let mut eps = self.endpoints.lock();
@@ -199,7 +200,7 @@ impl Dispatcher {
             }
             *at = Instant::now();
         }
-        let failing: Vec<(String, String)> = self
+        let failing: Vec<(ChatbotId, String)> = self
             .endpoints
             .lock()
             .iter()
@@ -381,7 +382,7 @@ impl Dispatcher {
     ) -> Option<(bool, OwnedSemaphorePermit)> {
         let now = Instant::now();
         let mut eps = self.endpoints.lock();
-        let e = eps.entry(chatbot_id.to_string()).or_default();
+        let e = eps.entry(ChatbotId::stored(chatbot_id)).or_default();
         if e.url != url {
             // A new URL is a new endpoint: its circuit starts closed.
             e.breaker.reset();
@@ -400,7 +401,10 @@ impl Dispatcher {
     }
 
     /// Each chatbot of the batch, read once.
-    async fn load_bots(&self, batch: &[Claimed]) -> HashMap<String, Result<Arc<Chatbot>, String>> {
+    async fn load_bots(
+        &self,
+        batch: &[Claimed],
+    ) -> HashMap<ChatbotId, Result<Arc<Chatbot>, String>> {
         let mut bots = HashMap::new();
         for c in batch {
             if bots.contains_key(&c.chatbot_id) {
@@ -432,7 +436,7 @@ impl Dispatcher {
         }
     }
 
-    async fn release(&self, ids: Vec<String>) {
+    async fn release(&self, ids: Vec<EventId>) {
         if ids.is_empty() {
             return;
         }

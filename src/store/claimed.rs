@@ -1,6 +1,7 @@
 //! A delivery as a worker claims it, and the outcome of one attempt to
 //! send it, as the queue and the fan-out record it.
 
+use crate::domain::ids::{ChatbotId, ConversationId, EventId};
 use crate::domain::model::Chatbot;
 use crate::domain::status::EventStatus;
 
@@ -8,9 +9,9 @@ use crate::domain::status::EventStatus;
 #[derive(Debug, Clone)]
 pub struct Claimed {
     pub seq: i64,
-    pub event_id: String,
-    pub chatbot_id: String,
-    pub conversation_id: String,
+    pub event_id: EventId,
+    pub chatbot_id: ChatbotId,
+    pub conversation_id: ConversationId,
     pub payload: bytes::Bytes,
     /// Attempts made before this one.
     pub attempts: u32,
@@ -39,10 +40,10 @@ pub struct Claim {
 /// The outcome of one delivery attempt, recorded in one batch with others.
 #[derive(Debug, Clone)]
 pub struct AttemptRecord {
-    pub event_id: String,
+    pub event_id: EventId,
     /// The event's row (`Claimed::seq`).
     pub seq: i64,
-    pub conversation_id: String,
+    pub conversation_id: ConversationId,
     pub number: u32,
     pub at_ms: i64,
     pub status_code: Option<u16>,
@@ -62,9 +63,9 @@ impl Claimed {
     pub fn sample(id: &str, bot: &str, conv: &str) -> Self {
         Self {
             seq: 0,
-            event_id: id.into(),
-            chatbot_id: bot.into(),
-            conversation_id: conv.into(),
+            event_id: EventId::stored(id),
+            chatbot_id: ChatbotId::stored(bot),
+            conversation_id: ConversationId::stored(conv),
             payload: bytes::Bytes::new(),
             attempts: 0,
             attempt_base: 0,

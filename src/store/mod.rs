@@ -317,12 +317,12 @@ store_role! {
         /// Claims up to `limit` due deliveries that head their conversation,
         /// skipping the chatbots in `skip` and disabled endpoints; each is
         /// leased until `lease_until`.
-        read fn claim_due(&self, now_ms: i64, lease_until: i64, limit: usize, skip: Vec<String>) -> Claim;
+        read fn claim_due(&self, now_ms: i64, lease_until: i64, limit: usize, skip: Vec<ChatbotId>) -> Claim;
         /// Like [`Self::claim_due`], but only what the store queued for this
         /// instance as its events committed (announced by
         /// [`Signals::events_queued`]); the table is not read, and the
         /// next due time is the one the last claim of the table reported.
-        read fn claim_queued(&self, now_ms: i64, lease_until: i64, limit: usize, skip: Vec<String>) -> Claim = {
+        read fn claim_queued(&self, now_ms: i64, lease_until: i64, limit: usize, skip: Vec<ChatbotId>) -> Claim = {
             self.claim_due(now_ms, lease_until, limit, skip)
         };
         /// Gives back what is queued for this instance and queues no more (on
@@ -333,7 +333,7 @@ store_role! {
         /// Records attempts and moves each delivery on, in one transaction.
         bg fn record_attempts(&self, records: Vec<AttemptRecord>) -> ();
         /// Releases all leases (on start of a single instance, and on shutdown).
-        bg fn release_leases(&self, event_ids: Option<Vec<String>>) -> ();
+        bg fn release_leases(&self, event_ids: Option<Vec<EventId>>) -> ();
         /// Gives back claimed deliveries that found no room to start, to be
         /// claimed again first.
         bg fn give_back(&self, claims: Vec<Claimed>) -> () = {

@@ -418,9 +418,9 @@ impl Inner {
             if let Some(&seq) = written.queued.get(d.event.id.as_str()) {
                 hot.push(Claimed {
                     seq,
-                    event_id: d.event.id.into_string(),
-                    chatbot_id: d.event.chatbot_id.into_string(),
-                    conversation_id: d.event.conversation_id.into_string(),
+                    event_id: d.event.id,
+                    chatbot_id: d.event.chatbot_id,
+                    conversation_id: d.event.conversation_id,
                     payload: bytes::Bytes::from(d.event.payload),
                     attempts: 0,
                     attempt_base: 0,

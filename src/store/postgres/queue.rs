@@ -1,6 +1,7 @@
 //! The delivery queue: conversations locked in order, events inserted and
 //! promoted to head, claims, attempt records, leases and the queue's figures.
 
+use crate::domain::ids::{ChatbotId, EventId};
 use sqlx::Connection;
 use sqlx::postgres::PgConnection;
 use std::collections::HashMap;
@@ -221,7 +222,7 @@ pub(super) async fn record_set(tx: &mut Tx<'_>, records: &[AttemptRecord]) -> St
 pub(super) async fn release_to_table(
     pool: &PgPool,
     instance: &notify::Instance,
-    ids: Vec<String>,
+    ids: Vec<EventId>,
 ) -> StoreResult<()> {
     let mut tx = pool.begin().await?;
     sqlx::query("UPDATE events SET leased_until = 0 WHERE id = ANY($1)")
@@ -239,7 +240,7 @@ impl PostgresStore {
         now_ms: i64,
         lease_until: i64,
         limit: usize,
-        skip: &[String],
+        skip: &[ChatbotId],
     ) -> Vec<Claimed> {
         let (taken, back) = self.queued.take(now_ms, lease_until, limit, skip);
         if !back.is_empty() {
@@ -281,7 +282,7 @@ impl Queue for PostgresStore {
         now_ms: i64,
         lease_until: i64,
         limit: usize,
-        skip: Vec<String>,
+        skip: Vec<ChatbotId>,
     ) -> BoxFut<'_, StoreResult<Claim>> {
         Box::pin(async move {
             let mut out = self.take_queued(now_ms, lease_until, limit, &skip).await;
@@ -351,14 +352,14 @@ impl Queue for PostgresStore {
             };
             // The event's columns follow the chatbot's.
             let at = CHATBOT_COLS.split(", ").count();
-            let mut bots: HashMap<String, Arc<Chatbot>> = HashMap::new();
+            let mut bots: HashMap<ChatbotId, Arc<Chatbot>> = HashMap::new();
             out.reserve(rows.len());
             let mut next_due_at = None;
             for r in &rows {
                 if r.try_get::<bool, _>(at + 7)? {
                     next_due_at = Some(r.try_get::<Option<i64>, _>(at + 8)?);
                 }
-                let Some(chatbot_id) = r.try_get::<Option<String>, _>(at + 2)? else {
+                let Some(chatbot_id) = r.try_get::<Option<ChatbotId>, _>(at + 2)? else {
                     continue; // the `next` row alone: nothing was claimed
                 };
                 // None when the chatbot is gone: the dispatcher reads it
@@ -398,7 +399,7 @@ impl Queue for PostgresStore {
         now_ms: i64,
         lease_until: i64,
         limit: usize,
-        skip: Vec<String>,
+        skip: Vec<ChatbotId>,
     ) -> BoxFut<'_, StoreResult<Claim>> {
         Box::pin(async move {
             let claimed = self.take_queued(now_ms, lease_until, limit, &skip).await;
@@ -431,7 +432,7 @@ impl Queue for PostgresStore {
         })
     }
 
-    fn release_leases(&self, event_ids: Option<Vec<String>>) -> BoxFut<'_, StoreResult<()>> {
+    fn release_leases(&self, event_ids: Option<Vec<EventId>>) -> BoxFut<'_, StoreResult<()>> {
         Box::pin(async move {
             match event_ids {
                 // Several instances may share this database: only expired

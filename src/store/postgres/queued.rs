@@ -11,6 +11,7 @@
 //! out (its chatbot has no room now, its lease runs short, the queue was
 //! closed) goes back to the table, announced as due.
 
+use crate::domain::ids::{ChatbotId, EventId};
 use std::collections::VecDeque;
 use std::sync::Arc;
 
@@ -38,7 +39,7 @@ struct State {
     closed: bool,
     /// The chatbots the last claim left out (no room at their endpoint):
     /// their events stay the table's, for whichever instance has room.
-    skipped: Vec<String>,
+    skipped: Vec<ChatbotId>,
     /// What the last claim of the table said of the next due time.
     due: Option<Option<i64>>,
 }
@@ -52,14 +53,14 @@ pub struct Queued {
 /// chatbots whose events it may not.
 pub struct Lease {
     pub until: i64,
-    pub skipped: Vec<String>,
+    pub skipped: Vec<ChatbotId>,
 }
 
 impl Lease {
     /// The lease to write on a head event of `bot` (0: none, for an
     /// endpoint disabled or without room).
     pub fn for_chatbot(&self, bot: &Chatbot) -> i64 {
-        if bot.endpoint_disabled || self.skipped.iter().any(|s| *s == bot.id) {
+        if bot.endpoint_disabled || self.skipped.contains(&bot.id) {
             0
         } else {
             self.until
@@ -88,7 +89,7 @@ impl Queued {
     /// Queues committed head events leased until `until` and wakes the
     /// claim loop; returns the ids of those it cannot queue (closed since
     /// the batch began), to go back to the table.
-    pub fn push(&self, items: Vec<Claimed>, until: i64) -> Vec<String> {
+    pub fn push(&self, items: Vec<Claimed>, until: i64) -> Vec<EventId> {
         if items.is_empty() {
             return Vec::new();
         }
@@ -113,8 +114,8 @@ impl Queued {
         now_ms: i64,
         lease_until: i64,
         limit: usize,
-        skip: &[String],
-    ) -> (Vec<Claimed>, Vec<String>) {
+        skip: &[ChatbotId],
+    ) -> (Vec<Claimed>, Vec<EventId>) {
         let mut st = self.state.lock();
         st.lease_ms = lease_until - now_ms;
         st.skipped = skip.to_vec();
@@ -143,7 +144,7 @@ impl Queued {
     }
 
     /// Queues nothing more; returns the ids of what was queued.
-    pub fn close(&self) -> Vec<String> {
+    pub fn close(&self) -> Vec<EventId> {
         let mut st = self.state.lock();
         st.closed = true;
         st.entries.drain(..).map(|e| e.claimed.event_id).collect()
@@ -180,7 +181,7 @@ mod tests {
         let q = Queued::new(Arc::new(crate::hub::Hub::new()));
         let _ = q.take(0, 30_000, 10, &[]);
         q.push(vec![ev("e1", "a"), ev("e2", "busy"), ev("e3", "a")], 30_000);
-        let (taken, back) = q.take(10, 30_010, 10, &["busy".to_string()]);
+        let (taken, back) = q.take(10, 30_010, 10, &[ChatbotId::stored("busy")]);
         assert_eq!(ids(&taken), ["e1", "e3"]);
         assert_eq!(back, ["e2"]);
         let lease = q.lease(20).expect("a lease");
@@ -219,6 +220,9 @@ mod tests {
         q.push(vec![ev("old", "a")], 30_000);
         q.push(vec![ev("new", "a")], 50_000);
         let (taken, back) = q.take(20_000, 50_000, 10, &[]);
-        assert_eq!((ids(&taken), back), (vec!["new"], vec!["old".to_string()]));
+        assert_eq!(
+            (ids(&taken), back),
+            (vec!["new"], vec![EventId::stored("old")])
+        );
     }
 }

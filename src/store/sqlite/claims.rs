@@ -8,6 +8,7 @@
 //! table. `cold_due_at` says when such a scan is next needed, so that a busy
 //! dispatcher fed from the queue does not scan after every delivery.
 
+use crate::domain::ids::{ChatbotId, EventId};
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap, HashSet, VecDeque};
 
@@ -40,7 +41,7 @@ pub enum One {
 #[derive(Default)]
 pub struct Claims {
     /// Claimed or queued deliveries: event id → lease end (ms).
-    pub leases: HashMap<String, i64>,
+    pub leases: HashMap<EventId, i64>,
     hot: VecDeque<Claimed>,
     /// When the table may next hold a claimable event the queue lacks.
     cold_due_at: i64,
@@ -48,10 +49,10 @@ pub struct Claims {
     retries: BinaryHeap<Reverse<i64>>,
     /// The chatbots the last complete scan left out (no room then): their
     /// due events may still wait in the table.
-    skipped_by_scan: Vec<String>,
+    skipped_by_scan: Vec<ChatbotId>,
     /// Chatbots whose endpoint is disabled (`410 Gone`): their events wait
     /// in the table, which the scan leaves out.
-    disabled: HashSet<String>,
+    disabled: HashSet<ChatbotId>,
 }
 
 impl Claims {
@@ -59,7 +60,7 @@ impl Claims {
     /// table until the syncer offers them (or [`Self::unreserve`]).
     pub fn reserve<'a>(&mut self, ids: impl IntoIterator<Item = &'a str>) {
         for id in ids {
-            self.leases.entry(id.to_string()).or_insert(RESERVED);
+            self.leases.entry(EventId::stored(id)).or_insert(RESERVED);
         }
     }
 
@@ -126,7 +127,7 @@ impl Claims {
             c.bot = None;
         }
         if disabled {
-            self.disabled.insert(chatbot_id.to_string());
+            self.disabled.insert(ChatbotId::stored(chatbot_id));
             let leases = &mut self.leases;
             self.hot.retain(|c| {
                 let keep = c.chatbot_id != chatbot_id;
@@ -143,11 +144,11 @@ impl Claims {
     /// Events deleted with their conversation: out of the queue, their
     /// leases and reservations ended (a delivery already handed out finds
     /// no row to record).
-    pub fn forget(&mut self, event_ids: &[String]) {
+    pub fn forget(&mut self, event_ids: &[EventId]) {
         if event_ids.is_empty() {
             return;
         }
-        let gone: HashSet<&str> = event_ids.iter().map(String::as_str).collect();
+        let gone: HashSet<&str> = event_ids.iter().map(EventId::as_str).collect();
         self.hot.retain(|c| !gone.contains(c.event_id.as_str()));
         for id in event_ids {
             self.leases.remove(id);
@@ -171,7 +172,7 @@ impl Claims {
 
     /// Takes up to `limit` queued events whose chatbot is not in `skip`,
     /// leasing them until `lease_until`.
-    pub fn take_hot(&mut self, limit: usize, skip: &[String], lease_until: i64) -> Vec<Claimed> {
+    pub fn take_hot(&mut self, limit: usize, skip: &[ChatbotId], lease_until: i64) -> Vec<Claimed> {
         let mut out = Vec::new();
         let mut i = 0;
         while out.len() < limit && i < self.hot.len() {
@@ -208,14 +209,14 @@ impl Claims {
     }
 
     /// Whether the table is to be scanned now, leaving out `skip`.
-    pub fn cold_due(&self, now_ms: i64, skip: &[String]) -> bool {
+    pub fn cold_due(&self, now_ms: i64, skip: &[ChatbotId]) -> bool {
         now_ms >= self.cold_due_at || self.skipped_by_scan.iter().any(|b| !skip.contains(b))
     }
 
     /// After a scan that left out `skip`: `complete` when it found
     /// everything due (fewer rows than asked for), so the next scan waits for
     /// the next known cause.
-    pub fn scanned(&mut self, now_ms: i64, complete: bool, skip: &[String]) {
+    pub fn scanned(&mut self, now_ms: i64, complete: bool, skip: &[ChatbotId]) {
         if !complete {
             self.cold_due_at = 0;
             return;
@@ -281,7 +282,7 @@ mod tests {
         let mut c = Claims::default();
         c.scanned(0, true, &[]);
         c.offer([ev("a", "x"), ev("b", "y"), ev("c", "x")]);
-        let got = c.take_hot(10, &["y".to_string()], 99);
+        let got = c.take_hot(10, &[ChatbotId::stored("y")], 99);
         let ids: Vec<_> = got.iter().map(|c| c.event_id.as_str()).collect();
         assert_eq!(ids, ["a", "c"]);
         assert_eq!(c.leases.get("a"), Some(&99));
@@ -320,7 +321,7 @@ mod tests {
     #[test]
     fn a_chatbot_left_out_of_a_scan_is_scanned_for_once_it_has_room() {
         let mut c = Claims::default();
-        let held = vec!["x".to_string()];
+        let held = vec![ChatbotId::stored("x")];
         c.scanned(0, true, &held);
         assert!(!c.cold_due(1, &held));
         assert!(c.cold_due(1, &[]));
@@ -361,7 +362,7 @@ mod tests {
         // Delivered and released; an offer of it again (as from a second
         // hand-over) must not queue what a lease did not hold back.
         c.leases.remove("a");
-        c.leases.insert("b".into(), 10);
+        c.leases.insert(EventId::stored("b"), 10);
         c.offer([ev("b", "x")]);
         assert!(c.take_hot(9, &[], 10).is_empty(), "b is leased by a scan");
         c.unreserve(["b"]);

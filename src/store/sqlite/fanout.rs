@@ -293,7 +293,7 @@ impl Fanout for SqliteStore {
                 // The default endpoint's deliveries are its events: those
                 // waiting for a disabled default end too. A conversation's
                 // older events end first, so its oldest left becomes the head.
-                let ended: Vec<(String, String)> = c
+                let ended: Vec<(EventId, String)> = c
                     .prepare_cached(
                         "UPDATE events SET status = 'dead', is_head = 0, leased_until = 0
                          WHERE status IN ('pending', 'failed') AND created_at < ?1
@@ -317,7 +317,7 @@ impl Fanout for SqliteStore {
                 Ok((n as u64, ids))
             })
             .await
-            .map(|(n, ids): (u64, Vec<String>)| {
+            .map(|(n, ids): (u64, Vec<EventId>)| {
                 let ended = ids.len() as u64;
                 self.claims.lock().forget(&ids);
                 n + ended

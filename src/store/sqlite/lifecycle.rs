@@ -75,7 +75,7 @@ impl SqliteStore {
                 if owner.as_deref() != Some(chatbot_id.as_str()) {
                     return Err(StoreError::NotFound);
                 }
-                let events: Vec<String> = c
+                let events: Vec<crate::domain::ids::EventId> = c
                     .prepare_cached(
                         "SELECT id FROM events INDEXED BY events_active_by_conversation WHERE conversation_id = ?1 AND status IN ('pending', 'failed')",
                     )

@@ -3,6 +3,7 @@
 
 use super::claims::Taken;
 use super::*;
+use crate::domain::ids::{ChatbotId, EventId};
 
 /// Inserts an event; returns it as a delivery to hand out at once when it
 /// is the head of its conversation (nothing earlier still to deliver).
@@ -46,9 +47,9 @@ pub(super) fn insert_event(conn: &Connection, e: NewEvent) -> StoreResult<Option
     let seq = conn.last_insert_rowid();
     Ok((!behind).then(|| Claimed {
         seq,
-        event_id: e.id.into_string(),
-        chatbot_id: e.chatbot_id.into_string(),
-        conversation_id: e.conversation_id.into_string(),
+        event_id: e.id,
+        chatbot_id: e.chatbot_id,
+        conversation_id: e.conversation_id,
         payload: bytes::Bytes::from(e.payload),
         attempts: 0,
         attempt_base: 0,
@@ -118,7 +119,7 @@ impl SqliteStore {
         now_ms: i64,
         lease_until: i64,
         limit: usize,
-        skip: &[String],
+        skip: &[ChatbotId],
     ) -> StoreResult<(Vec<Claimed>, Option<Option<i64>>)> {
         // One process owns a SQLite file, so leases live in memory: a claim
         // takes the hot queue first and reads the table only when it may
@@ -143,7 +144,7 @@ impl SqliteStore {
                     if found.len() == want {
                         break;
                     }
-                    let id: String = r.get(1)?;
+                    let id: EventId = r.get(1)?;
                     if cl.leases.contains_key(&id) {
                         continue;
                     }
@@ -194,7 +195,7 @@ impl Queue for SqliteStore {
         now_ms: i64,
         lease_until: i64,
         limit: usize,
-        skip: Vec<String>,
+        skip: Vec<ChatbotId>,
     ) -> BoxFut<'_, StoreResult<Claim>> {
         // Nothing is taken before the future runs: a claim turned away
         // unpolled (an open circuit) leaves the queue as it was.
@@ -216,7 +217,7 @@ impl Queue for SqliteStore {
     fn record_attempts(&self, records: Vec<AttemptRecord>) -> BoxFut<'_, StoreResult<()>> {
         let signals = self.signals.clone();
         Box::pin(async move {
-            let ids: Vec<String> = records.iter().map(|r| r.event_id.clone()).collect();
+            let ids: Vec<EventId> = records.iter().map(|r| r.event_id.clone()).collect();
             let (promoted, retries, gone) = self
                 .write_decided(false, move |c| {
                     let mut promoted = Vec::new();
@@ -347,7 +348,7 @@ impl Queue for SqliteStore {
     /// by a process that ended without recording it or giving it back (a
     /// crash): its try may have reached the receiver, so it counts, and the
     /// next carries the next number (§15).
-    fn release_leases(&self, event_ids: Option<Vec<String>>) -> BoxFut<'_, StoreResult<()>> {
+    fn release_leases(&self, event_ids: Option<Vec<EventId>>) -> BoxFut<'_, StoreResult<()>> {
         Box::pin(async move {
             let ids = event_ids.clone();
             self.write_decided(false, move |c| {
