@@ -46,7 +46,7 @@ struct Endpoint {
 pub struct Fanout {
     state: Arc<Services>,
     client: reqwest::Client,
-    endpoints: Mutex<HashMap<String, Endpoint>>,
+    endpoints: Mutex<HashMap<crate::domain::ids::EndpointId, Endpoint>>,
     /// Deliveries being sent, to give back if shutdown cuts them.
     in_flight: Mutex<HashSet<i64>>,
     global: Arc<Semaphore>,

@@ -16,6 +16,7 @@ use serde_json::Value;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
+use crate::domain::ids::ChatbotId;
 use crate::domain::time::now_ms;
 use crate::store::StoreResult;
 use crate::store::fanout::{EndpointRoute, NewDelivery, Unrouted};
@@ -69,7 +70,7 @@ pub async fn route_once(state: &Services) -> StoreResult<usize> {
     if events.is_empty() {
         return Ok(0);
     }
-    let mut bots: Vec<String> = events.iter().map(|e| e.chatbot_id.clone()).collect();
+    let mut bots: Vec<ChatbotId> = events.iter().map(|e| e.chatbot_id.clone()).collect();
     bots.sort_unstable();
     bots.dedup();
     let endpoints = state.store.routes_of(bots).await?;
@@ -117,14 +118,15 @@ pub fn matching(events: &[Unrouted], endpoints: &[EndpointRoute]) -> Vec<NewDeli
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::domain::ids::{ConversationId, EndpointId, EventId};
     use crate::store::fanout::parse_route;
 
     fn event(seq: i64, bot: &str, created_at: i64, payload: &str) -> Unrouted {
         Unrouted {
             seq,
-            event_id: format!("evt_{seq}"),
-            chatbot_id: bot.into(),
-            conversation_id: "conv".into(),
+            event_id: EventId::stored(format!("evt_{seq}")),
+            chatbot_id: ChatbotId::stored(bot),
+            conversation_id: ConversationId::stored("conv"),
             event_type: "interaction.button_clicked".into(),
             payload: bytes::Bytes::from(payload.to_string()),
             created_at,
@@ -133,8 +135,8 @@ mod tests {
 
     fn endpoint(id: &str, bot: &str, created_at: i64, filter: Option<&str>) -> EndpointRoute {
         EndpointRoute {
-            id: id.into(),
-            chatbot_id: bot.into(),
+            id: EndpointId::stored(id),
+            chatbot_id: ChatbotId::stored(bot),
             created_at,
             route: parse_route(None, filter),
         }
@@ -154,7 +156,7 @@ mod tests {
         ];
         let got: Vec<(i64, String)> = matching(&events, &endpoints)
             .into_iter()
-            .map(|d| (d.event_seq, d.endpoint_id))
+            .map(|d| (d.event_seq, d.endpoint_id.into_string()))
             .collect();
         assert_eq!(
             got,

@@ -6,14 +6,15 @@ use serde_json::Value;
 
 use super::{AttemptRecord, Claimed};
 use crate::domain::endpoints::{RateLimit, Route};
+use crate::domain::ids::{ChatbotId, ConversationId, EndpointId, EventId};
 
 /// An event with `routed = 0`: still to be matched.
 #[derive(Debug, Clone)]
 pub struct Unrouted {
     pub seq: i64,
-    pub event_id: String,
-    pub chatbot_id: String,
-    pub conversation_id: String,
+    pub event_id: EventId,
+    pub chatbot_id: ChatbotId,
+    pub conversation_id: ConversationId,
     pub event_type: String,
     pub payload: bytes::Bytes,
     pub created_at: i64,
@@ -22,8 +23,8 @@ pub struct Unrouted {
 /// What the router needs of an endpoint other than the default.
 #[derive(Debug, Clone)]
 pub struct EndpointRoute {
-    pub id: String,
-    pub chatbot_id: String,
+    pub id: EndpointId,
+    pub chatbot_id: ChatbotId,
     pub created_at: i64,
     pub route: Route,
 }
@@ -32,10 +33,10 @@ pub struct EndpointRoute {
 #[derive(Debug, Clone)]
 pub struct NewDelivery {
     pub event_seq: i64,
-    pub event_id: String,
-    pub endpoint_id: String,
-    pub chatbot_id: String,
-    pub conversation_id: String,
+    pub event_id: EventId,
+    pub endpoint_id: EndpointId,
+    pub chatbot_id: ChatbotId,
+    pub conversation_id: ConversationId,
     pub created_at: i64,
 }
 
@@ -119,7 +120,7 @@ impl DefaultSettings {
 #[derive(Debug, Clone)]
 pub struct ClaimedDelivery {
     pub claim: Claimed,
-    pub endpoint_id: String,
+    pub endpoint_id: EndpointId,
     pub created_at: i64,
     pub target: Target,
 }
@@ -127,7 +128,7 @@ pub struct ClaimedDelivery {
 /// The outcome of one attempt of a delivery (`rec.seq`: the delivery's).
 #[derive(Debug, Clone)]
 pub struct DeliveryRecord {
-    pub endpoint_id: String,
+    pub endpoint_id: EndpointId,
     pub rec: AttemptRecord,
 }
 
@@ -136,7 +137,7 @@ pub struct DeliveryRecord {
 /// nothing is leased only to be given back.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Rooms {
-    pub named: Vec<(String, i64)>,
+    pub named: Vec<(EndpointId, i64)>,
     pub others: i64,
 }
 
@@ -147,7 +148,7 @@ impl Rooms {
         let map: serde_json::Map<String, serde_json::Value> = self
             .named
             .iter()
-            .map(|(id, n)| (id.clone(), serde_json::Value::from(*n)))
+            .map(|(id, n)| (id.to_string(), serde_json::Value::from(*n)))
             .collect();
         serde_json::Value::Object(map).to_string()
     }
@@ -159,7 +160,7 @@ store_role! {
         /// Up to `limit` events still to route, oldest first.
         bg fn unrouted(&self, limit: usize) -> Vec<Unrouted>;
         /// The endpoints other than the default of these chatbots.
-        bg fn routes_of(&self, chatbot_ids: Vec<String>) -> Vec<EndpointRoute>;
+        bg fn routes_of(&self, chatbot_ids: Vec<ChatbotId>) -> Vec<EndpointRoute>;
         /// The default endpoint's settings, when it has a settings row.
         read fn default_settings(&self, chatbot_id: &str) -> Option<DefaultSettings>;
         /// In one transaction: inserts the deliveries (once per event and

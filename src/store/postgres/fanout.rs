@@ -4,6 +4,7 @@
 //! `FOR UPDATE SKIP LOCKED` and leases them in the same statement.
 
 use super::*;
+use crate::domain::ids::{ChatbotId, EndpointId};
 use crate::store::fanout::*;
 
 fn claimed_row(r: &PgRow) -> Result<ClaimedDelivery, sqlx::Error> {
@@ -60,7 +61,10 @@ impl Fanout for PostgresStore {
         })
     }
 
-    fn routes_of(&self, chatbot_ids: Vec<String>) -> BoxFut<'_, StoreResult<Vec<EndpointRoute>>> {
+    fn routes_of(
+        &self,
+        chatbot_ids: Vec<ChatbotId>,
+    ) -> BoxFut<'_, StoreResult<Vec<EndpointRoute>>> {
         Box::pin(async move {
             let rows = sqlx::query(
                 "SELECT id, chatbot_id, created_at, event_types, filter FROM endpoints
@@ -230,7 +234,7 @@ impl Fanout for PostgresStore {
     ) -> BoxFut<'_, StoreResult<()>> {
         Box::pin(async move {
             let mut tx = self.pool.begin().await?;
-            let ended: Vec<String> = records
+            let ended: Vec<EndpointId> = records
                 .iter()
                 .filter(|r| r.rec.next.is_final())
                 .map(|r| r.endpoint_id.clone())
@@ -320,7 +324,7 @@ impl Fanout for PostgresStore {
     fn expire_held(&self, cutoff_ms: i64) -> BoxFut<'_, StoreResult<u64>> {
         Box::pin(async move {
             let mut tx = self.pool.begin().await?;
-            let disabled: Vec<String> =
+            let disabled: Vec<EndpointId> =
                 sqlx::query_scalar("SELECT id FROM endpoints WHERE enabled = 0 AND is_default = 0")
                     .fetch_all(&mut *tx)
                     .await?;
@@ -371,7 +375,7 @@ impl Fanout for PostgresStore {
 /// other.
 async fn lock_endpoints(
     tx: &mut sqlx::Transaction<'_, sqlx::Postgres>,
-    ids: &[String],
+    ids: &[EndpointId],
 ) -> StoreResult<()> {
     if ids.is_empty() {
         return Ok(());

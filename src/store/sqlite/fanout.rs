@@ -5,6 +5,7 @@
 //! through the writer.
 
 use super::*;
+use crate::domain::ids::ChatbotId;
 use crate::store::fanout::*;
 
 /// The columns of a claimed delivery, with its event's and endpoint's.
@@ -52,7 +53,10 @@ impl Fanout for SqliteStore {
         Box::pin(async move { r })
     }
 
-    fn routes_of(&self, chatbot_ids: Vec<String>) -> BoxFut<'_, StoreResult<Vec<EndpointRoute>>> {
+    fn routes_of(
+        &self,
+        chatbot_ids: Vec<ChatbotId>,
+    ) -> BoxFut<'_, StoreResult<Vec<EndpointRoute>>> {
         let r = self.read(|c| {
             let ids = serde_json::to_string(&chatbot_ids).unwrap_or_default();
             c.prepare_cached(

@@ -485,7 +485,10 @@ async fn a_claim_takes_no_more_from_an_endpoint_than_its_room() {
     let store = open_store(&app).await;
     let now = blockhook::domain::time::now_ms();
     let lease = now + 60_000;
-    let room = |n: i64| Rooms { named: vec![(ep.id.clone(), n)], others: 32 };
+    let room = |n: i64| Rooms {
+        named: vec![(blockhook::domain::ids::EndpointId::stored(ep.id.clone()), n)],
+        others: 32,
+    };
     assert!(store.claim_deliveries(now, lease, 10, room(0)).await.expect("claim").is_empty());
     let one = store.claim_deliveries(now, lease, 10, room(1)).await.expect("claim");
     assert_eq!(one.len(), 1);
