@@ -142,7 +142,7 @@ pub struct NewEvent {
 #[derive(Debug, Clone)]
 pub struct StreamEvent {
     pub seq: i64,
-    pub conversation_id: String,
+    pub conversation_id: ConversationId,
     pub kind: String,
     pub data: String,
 }

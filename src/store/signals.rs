@@ -10,8 +10,8 @@ use super::StreamEvent;
 /// `interaction.answered`, `interaction.expired`, `interaction.cancelled`).
 #[derive(Debug, Clone)]
 pub struct ApiEvent {
-    pub chatbot_id: String,
-    pub interaction_id: String,
+    pub chatbot_id: crate::domain::ids::ChatbotId,
+    pub interaction_id: crate::domain::ids::InteractionId,
     pub kind: &'static str,
     pub data: serde_json::Value,
 }

@@ -360,8 +360,8 @@ impl Inner {
             *msg = p.message;
             *list = p.interactions;
             let answered = p.answered.as_ref().map(|i| ApiEvent {
-                chatbot_id: bot.id.to_string(),
-                interaction_id: i.id.to_string(),
+                chatbot_id: bot.id.clone(),
+                interaction_id: i.id.clone(),
                 kind: "interaction.answered",
                 data: i.to_json(req.now_ms),
             });
@@ -403,7 +403,7 @@ impl Inner {
                 if let Some(seq) = seqs.next() {
                     let e = StreamEvent {
                         seq,
-                        conversation_id: d.event.conversation_id.to_string(),
+                        conversation_id: d.event.conversation_id.clone(),
                         kind: "message.updated".into(),
                         data,
                     };

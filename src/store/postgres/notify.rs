@@ -29,6 +29,7 @@
 //! since a little before the loss (widget streams re-read the store on
 //! their own safety-net poll, ask waiters on theirs).
 
+use crate::domain::ids::{ChatbotId, ConversationId, InteractionId};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
 use std::time::Duration;
@@ -434,7 +435,7 @@ async fn heard(ears: &Ears, h: Heard<'_>) {
             let e = match entry {
                 Some((kind, data)) => StreamEvent {
                     seq,
-                    conversation_id: conversation.to_string(),
+                    conversation_id: ConversationId::stored(conversation),
                     kind: kind.to_string(),
                     data: data.to_string(),
                 },
@@ -468,8 +469,8 @@ async fn heard(ears: &Ears, h: Heard<'_>) {
                 }
             };
             signals.api(vec![ApiEvent {
-                chatbot_id: chatbot.to_string(),
-                interaction_id: interaction.to_string(),
+                chatbot_id: ChatbotId::stored(chatbot),
+                interaction_id: InteractionId::stored(interaction),
                 kind,
                 data,
             }]);
@@ -498,7 +499,7 @@ async fn stream_entry(pool: &PgPool, conversation: &str, seq: i64) -> Option<Str
             .ok()??;
     Some(StreamEvent {
         seq,
-        conversation_id: conversation.to_string(),
+        conversation_id: ConversationId::stored(conversation),
         kind: r.try_get(0).ok()?,
         data: r.try_get(1).ok()?,
     })
@@ -543,8 +544,8 @@ async fn resync(pool: &PgPool, signals: &dyn Signals, lost_at: i64) {
     for r in rows {
         if let Ok(i) = inbox::row(&r) {
             signals.api(vec![ApiEvent {
-                chatbot_id: i.chatbot_id.to_string(),
-                interaction_id: i.id.to_string(),
+                chatbot_id: i.chatbot_id.clone(),
+                interaction_id: i.id.clone(),
                 kind: api_kind(i.status_at(now)),
                 data: i.to_json(now),
             }]);

@@ -108,7 +108,7 @@ pub(super) async fn append_stream(
     .await?;
     Ok(StreamEvent {
         seq,
-        conversation_id: conversation_id.to_string(),
+        conversation_id: crate::domain::ids::ConversationId::stored(conversation_id),
         kind: kind.to_string(),
         data,
     })

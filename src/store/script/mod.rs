@@ -134,8 +134,8 @@ impl Announce {
 
     fn api(&mut self, chatbot_id: &str, i: &Interaction, kind: &'static str, now_ms: i64) {
         self.api.push(ApiEvent {
-            chatbot_id: chatbot_id.to_string(),
-            interaction_id: i.id.to_string(),
+            chatbot_id: crate::domain::ids::ChatbotId::stored(chatbot_id),
+            interaction_id: i.id.clone(),
             kind,
             data: i.to_json(now_ms),
         });

@@ -141,7 +141,7 @@ pub(super) fn append_stream(
         .and_then(|mut s| s.query_row(params![conversation_id, kind, data], |r| r.get(0)))?;
     Ok(StreamEvent {
         seq,
-        conversation_id: conversation_id.to_string(),
+        conversation_id: crate::domain::ids::ConversationId::stored(conversation_id),
         kind: kind.to_string(),
         data,
     })

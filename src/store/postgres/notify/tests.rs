@@ -9,7 +9,7 @@ fn payloads_round_trip_and_own_ones_are_skipped() {
     let mut n = Notes::new(&me);
     n.stream(&StreamEvent {
         seq: 7,
-        conversation_id: "cnv_1".into(),
+        conversation_id: crate::domain::ids::ConversationId::stored("cnv_1"),
         kind: "message.updated".into(),
         data: "{\"a\":\"x\\ty\"}".into(),
     });
