@@ -4,6 +4,16 @@
 
 use crate::domain::status::EventStatus;
 
+/// Which deliveries a bulk redelivery takes: those in `status` (`dead` or
+/// `failed`) of events created at or after `since`, to one endpoint or
+/// (`None`) to all.
+#[derive(Debug, Clone)]
+pub struct RedeliverAll {
+    pub status: crate::domain::status::EventStatus,
+    pub since: Option<i64>,
+    pub endpoint: Option<EndpointSel>,
+}
+
 /// One of a chatbot's endpoints, as the deliveries log names it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum EndpointSel {

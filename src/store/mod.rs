@@ -356,7 +356,7 @@ store_role! {
         /// Redelivers every delivery of the chatbot in `status` (`dead` or
         /// `failed`) of an event created at or after `since` (to one endpoint,
         /// or to all), each as one redelivery. Returns how many.
-        write fn redeliver_all(&self, chatbot_id: &str, status: EventStatus, since: Option<i64>, endpoint: Option<EndpointSel>, now_ms: i64) -> u64;
+        write fn redeliver_all(&self, chatbot_id: &str, which: RedeliverAll, now_ms: i64) -> u64;
         /// Queues an event that has no cause in a conversation (`webhook.test`);
         /// its `conversation_id` is its own delivery lane.
         write fn enqueue_event(&self, event: NewEvent) -> ();

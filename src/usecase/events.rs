@@ -11,7 +11,7 @@ use crate::domain::model::Chatbot;
 use crate::domain::status::EventStatus;
 use crate::domain::time::rfc3339;
 use crate::store::{
-    EndpointSel, EventDetail, EventFilter, EventSummary, NewEvent, Page, StoreError,
+    EndpointSel, EventDetail, EventFilter, EventSummary, NewEvent, Page, RedeliverAll, StoreError,
 };
 
 /// A page of the chatbot's events, newest first.
@@ -52,16 +52,10 @@ pub async fn redeliver(
 
 /// Queues again every delivery in `status` (`dead` or `failed`) of events
 /// created at or after `since`; how many.
-pub async fn redeliver_all(
-    st: &Services,
-    chatbot_id: &str,
-    status: EventStatus,
-    since: Option<i64>,
-    endpoint: Option<EndpointSel>,
-) -> AppResult<u64> {
+pub async fn redeliver_all(st: &Services, chatbot_id: &str, which: RedeliverAll) -> AppResult<u64> {
     Ok(st
         .store
-        .redeliver_all(chatbot_id, status, since, endpoint, st.now_ms())
+        .redeliver_all(chatbot_id, which, st.now_ms())
         .await?)
 }
 

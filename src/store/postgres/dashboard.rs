@@ -6,11 +6,14 @@ use super::*;
 pub(super) async fn redeliver_all(
     st: &PostgresStore,
     chatbot_id: String,
-    status: EventStatus,
-    since: Option<i64>,
-    endpoint: Option<EndpointSel>,
+    which: RedeliverAll,
     now_ms: i64,
 ) -> StoreResult<u64> {
+    let RedeliverAll {
+        status,
+        since,
+        endpoint,
+    } = which;
     let since = since.unwrap_or(i64::MIN);
     let mut tx = st.pool.begin().await?;
     let others = match &endpoint {

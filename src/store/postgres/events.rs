@@ -199,17 +199,13 @@ impl Deliveries for PostgresStore {
     fn redeliver_all(
         &self,
         chatbot_id: &str,
-        status: EventStatus,
-        since: Option<i64>,
-        endpoint: Option<EndpointSel>,
+        which: RedeliverAll,
         now_ms: i64,
     ) -> BoxFut<'_, StoreResult<u64>> {
         Box::pin(dashboard::redeliver_all(
             self,
             chatbot_id.to_string(),
-            status,
-            since,
-            endpoint,
+            which,
             now_ms,
         ))
     }

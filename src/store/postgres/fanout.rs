@@ -267,7 +267,7 @@ impl Fanout for PostgresStore {
                 if rec.next.is_final() {
                     promote_next(&mut tx, &r.endpoint_id, &rec.conversation_id).await?;
                 }
-                sqlx::query(
+                let q = sqlx::query(
                     "INSERT INTO delivery_attempts (delivery_seq, number, event_id, endpoint_id, at, status_code,
                        duration_ms, error, response_excerpt, request_headers)
                      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
@@ -278,15 +278,8 @@ impl Fanout for PostgresStore {
                 .bind(rec.seq)
                 .bind(rec.number as i64)
                 .bind(&rec.event_id)
-                .bind(&r.endpoint_id)
-                .bind(rec.at_ms)
-                .bind(rec.status_code.map(i64::from))
-                .bind(rec.duration_ms)
-                .bind(&rec.error)
-                .bind(&rec.response_excerpt)
-                .bind(&rec.request_headers)
-                .execute(&mut *tx)
-                .await?;
+                .bind(&r.endpoint_id);
+                super::queue::bind_outcome(q, rec).execute(&mut *tx).await?;
                 if rec.next == AttemptNext::EndpointGone {
                     sqlx::query(
                         "UPDATE endpoints SET enabled = 0, disabled_reason = 'gone', updated_at = $2 WHERE id = $1",

@@ -63,29 +63,38 @@ pub(super) fn attempt_outcome(rec: &AttemptRecord) -> (&'static str, i64, bool) 
     (rec.next.status_str(), next, is_head)
 }
 
+/// Binds what one attempt came to, `at` to `request_headers`, in the order
+/// both attempts tables keep them.
+pub(super) fn bind_outcome<'q>(
+    q: sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments>,
+    rec: &'q AttemptRecord,
+) -> sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments> {
+    q.bind(rec.at_ms)
+        .bind(rec.status_code.map(i64::from))
+        .bind(rec.duration_ms)
+        .bind(&rec.error)
+        .bind(&rec.response_excerpt)
+        .bind(&rec.request_headers)
+}
+
+/// An attempt of an event's delivery to its default endpoint (not for an
+/// event erased while it was on the wire).
+const RECORD_ATTEMPT: &str = "INSERT INTO attempts (event_id, number, at, status_code, duration_ms, error, response_excerpt, request_headers)
+     SELECT $1, $2, $3, $4, $5, $6, $7, $8 WHERE EXISTS (SELECT 1 FROM events WHERE id = $1)
+     ON CONFLICT (event_id, number) DO UPDATE SET at = EXCLUDED.at, status_code = EXCLUDED.status_code,
+       duration_ms = EXCLUDED.duration_ms, error = EXCLUDED.error, response_excerpt = EXCLUDED.response_excerpt,
+       request_headers = EXCLUDED.request_headers";
+
 /// Records one attempt; true when its conversation's next event may have
 /// become the head.
 pub(super) async fn record_one(tx: &mut Tx<'_>, rec: &AttemptRecord) -> StoreResult<bool> {
     // Not for an event erased with its conversation while on the wire,
     // nor for one skipped unsent.
     if rec.next != AttemptNext::Skipped {
-        sqlx::query(
-        "INSERT INTO attempts (event_id, number, at, status_code, duration_ms, error, response_excerpt, request_headers)
-         SELECT $1, $2, $3, $4, $5, $6, $7, $8 WHERE EXISTS (SELECT 1 FROM events WHERE id = $1)
-         ON CONFLICT (event_id, number) DO UPDATE SET at = EXCLUDED.at, status_code = EXCLUDED.status_code,
-           duration_ms = EXCLUDED.duration_ms, error = EXCLUDED.error, response_excerpt = EXCLUDED.response_excerpt,
-           request_headers = EXCLUDED.request_headers",
-    )
-    .bind(&rec.event_id)
-    .bind(rec.number as i64)
-    .bind(rec.at_ms)
-    .bind(rec.status_code.map(i64::from))
-    .bind(rec.duration_ms)
-    .bind(&rec.error)
-    .bind(&rec.response_excerpt)
-    .bind(&rec.request_headers)
-    .execute(&mut **tx)
-    .await?;
+        let q = sqlx::query(RECORD_ATTEMPT)
+            .bind(&rec.event_id)
+            .bind(rec.number as i64);
+        bind_outcome(q, rec).execute(&mut **tx).await?;
     }
     let (status, next, is_head) = attempt_outcome(rec);
     if !is_head {

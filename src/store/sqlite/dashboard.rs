@@ -5,17 +5,20 @@ use rusqlite::params;
 
 use super::*;
 use crate::domain::status::EventStatus;
-use crate::store::EndpointSel;
+use crate::store::{EndpointSel, RedeliverAll};
 
 impl SqliteStore {
     pub(super) async fn redeliver_all_impl(
         &self,
         chatbot_id: String,
-        status: EventStatus,
-        since: Option<i64>,
-        endpoint: Option<EndpointSel>,
+        which: RedeliverAll,
         now_ms: i64,
     ) -> StoreResult<u64> {
+        let RedeliverAll {
+            status,
+            since,
+            endpoint,
+        } = which;
         let signals = self.signals.clone();
         let n = self
             .write(move |c| {

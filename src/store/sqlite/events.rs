@@ -149,12 +149,10 @@ impl Deliveries for SqliteStore {
     fn redeliver_all(
         &self,
         chatbot_id: &str,
-        status: EventStatus,
-        since: Option<i64>,
-        endpoint: Option<EndpointSel>,
+        which: RedeliverAll,
         now_ms: i64,
     ) -> BoxFut<'_, StoreResult<u64>> {
-        Box::pin(self.redeliver_all_impl(chatbot_id.to_string(), status, since, endpoint, now_ms))
+        Box::pin(self.redeliver_all_impl(chatbot_id.to_string(), which, now_ms))
     }
 
     fn enqueue_event(&self, event: NewEvent) -> BoxFut<'_, StoreResult<()>> {
