@@ -178,46 +178,53 @@ impl script::Tx for Tx<'_> {
 
     /// Takes the use counter's row lock: uses of one response_url, on any
     /// instance, follow one another.
-    async fn reply_uses(&mut self, event_id: &str) -> StoreResult<i64> {
+    async fn reply_state(
+        &mut self,
+        event_id: &str,
+        key: Option<&str>,
+    ) -> StoreResult<(i64, Option<String>)> {
+        // The uses row, locked: one use of a response_url at a time.
         sqlx::query(
             "INSERT INTO response_uses (event_id, uses) VALUES ($1, 0) ON CONFLICT (event_id) DO NOTHING",
         )
         .bind(event_id)
         .execute(&mut **self)
         .await?;
-        Ok(
+        let uses =
             sqlx::query_scalar("SELECT uses FROM response_uses WHERE event_id = $1 FOR UPDATE")
                 .bind(event_id)
                 .fetch_one(&mut **self)
-                .await?,
-        )
+                .await?;
+        let kept = match key {
+            Some(key) => {
+                sqlx::query_scalar(
+                    "SELECT result FROM response_idempotency WHERE event_id = $1 AND key = $2",
+                )
+                .bind(event_id)
+                .bind(key)
+                .fetch_optional(&mut **self)
+                .await?
+            }
+            None => None,
+        };
+        Ok((uses, kept))
     }
 
-    async fn count_reply_use(&mut self, event_id: &str) -> StoreResult<()> {
+    async fn count_reply(&mut self, event_id: &str, kept: Option<(&str, &str)>) -> StoreResult<()> {
         sqlx::query("UPDATE response_uses SET uses = uses + 1 WHERE event_id = $1")
             .bind(event_id)
             .execute(&mut **self)
             .await?;
-        Ok(())
-    }
-
-    async fn reply_record(&mut self, event_id: &str, key: &str) -> StoreResult<Option<String>> {
-        Ok(sqlx::query_scalar(
-            "SELECT result FROM response_idempotency WHERE event_id = $1 AND key = $2",
-        )
-        .bind(event_id)
-        .bind(key)
-        .fetch_optional(&mut **self)
-        .await?)
-    }
-
-    async fn put_reply_record(&mut self, event_id: &str, key: &str, text: &str) -> StoreResult<()> {
-        sqlx::query("INSERT INTO response_idempotency (event_id, key, result) VALUES ($1, $2, $3)")
+        if let Some((key, text)) = kept {
+            sqlx::query(
+                "INSERT INTO response_idempotency (event_id, key, result) VALUES ($1, $2, $3)",
+            )
             .bind(event_id)
             .bind(key)
             .bind(text)
             .execute(&mut **self)
             .await?;
+        }
         Ok(())
     }
 }

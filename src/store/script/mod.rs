@@ -111,11 +111,16 @@ pub trait Tx {
         req: &crate::store::AnswerRequest,
         result: &str,
     ) -> StoreResult<()>;
-    /// How often a response_url was used; serialises its uses.
-    async fn reply_uses(&mut self, event_id: &str) -> StoreResult<i64>;
-    async fn count_reply_use(&mut self, event_id: &str) -> StoreResult<()>;
-    async fn reply_record(&mut self, event_id: &str, key: &str) -> StoreResult<Option<String>>;
-    async fn put_reply_record(&mut self, event_id: &str, key: &str, text: &str) -> StoreResult<()>;
+    /// How often a response_url was used (which serialises its uses) and,
+    /// with a key, the result kept under it.
+    async fn reply_state(
+        &mut self,
+        event_id: &str,
+        key: Option<&str>,
+    ) -> StoreResult<(i64, Option<String>)>;
+    /// Counts one use of a response_url and, with a key, keeps its record
+    /// under it.
+    async fn count_reply(&mut self, event_id: &str, kept: Option<(&str, &str)>) -> StoreResult<()>;
 }
 
 /// Everything a write produced, to announce after its commit.

@@ -7,14 +7,13 @@ use crate::domain::time::rfc3339;
 use crate::store::{Reply, ReplyOutcome, ReplyRequest, StoreError, StoreResult};
 
 pub async fn reply<T: Tx>(tx: &mut T, req: ReplyRequest) -> StoreResult<(ReplyOutcome, Announce)> {
-    let uses = tx.reply_uses(&req.event_id).await?;
-    let kept = match &req.idempotency_key {
-        Some(key) => match tx.reply_record(&req.event_id, key).await? {
-            Some(text) => {
-                Some(serde_json::from_str(&text).map_err(|e| StoreError::Backend(e.to_string()))?)
-            }
-            None => None,
-        },
+    let (uses, kept) = tx
+        .reply_state(&req.event_id, req.idempotency_key.as_deref())
+        .await?;
+    let kept = match kept {
+        Some(text) => {
+            Some(serde_json::from_str(&text).map_err(|e| StoreError::Backend(e.to_string()))?)
+        }
         None => None,
     };
     match gate(uses, req.max_uses, kept, &req.body_hash)? {
@@ -57,11 +56,12 @@ pub async fn reply<T: Tx>(tx: &mut T, req: ReplyRequest) -> StoreResult<(ReplyOu
     let mut announce = inbox::after_reply(tx, &msg, deleted, window, req.now_ms).await?;
     let entry = tx.append_stream(&msg.conversation_id, kind, data).await?;
     announce.stream.push(entry);
-    tx.count_reply_use(&req.event_id).await?;
     let result = serde_json::json!({ "message": msg });
-    if let Some(key) = &req.idempotency_key {
-        tx.put_reply_record(&req.event_id, key, &record(&result, &req.body_hash))
-            .await?;
-    }
+    let kept = req
+        .idempotency_key
+        .as_deref()
+        .map(|key| (key, record(&result, &req.body_hash)));
+    tx.count_reply(&req.event_id, kept.as_ref().map(|(k, r)| (*k, r.as_str())))
+        .await?;
     Ok((ReplyOutcome::Applied(result), announce))
 }

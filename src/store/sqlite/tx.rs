@@ -162,41 +162,43 @@ impl script::Tx for Sql<'_> {
         Ok(())
     }
 
-    async fn reply_uses(&mut self, event_id: &str) -> StoreResult<i64> {
+    async fn reply_state(
+        &mut self,
+        event_id: &str,
+        key: Option<&str>,
+    ) -> StoreResult<(i64, Option<String>)> {
         let uses = self
             .0
             .prepare_cached("SELECT uses FROM response_uses WHERE event_id = ?1")?
             .query_row([event_id], |r| r.get(0))
             .optional()?;
-        Ok(uses.unwrap_or(0))
+        let kept = match key {
+            Some(key) => self
+                .0
+                .prepare_cached(
+                    "SELECT result FROM response_idempotency WHERE event_id = ?1 AND key = ?2",
+                )?
+                .query_row([event_id, key], |r| r.get(0))
+                .optional()?,
+            None => None,
+        };
+        Ok((uses.unwrap_or(0), kept))
     }
 
-    async fn count_reply_use(&mut self, event_id: &str) -> StoreResult<()> {
+    async fn count_reply(&mut self, event_id: &str, kept: Option<(&str, &str)>) -> StoreResult<()> {
         self.0
             .prepare_cached(
                 "INSERT INTO response_uses (event_id, uses) VALUES (?1, 1)
                  ON CONFLICT(event_id) DO UPDATE SET uses = uses + 1",
             )?
             .execute([event_id])?;
-        Ok(())
-    }
-
-    async fn reply_record(&mut self, event_id: &str, key: &str) -> StoreResult<Option<String>> {
-        Ok(self
-            .0
-            .prepare_cached(
-                "SELECT result FROM response_idempotency WHERE event_id = ?1 AND key = ?2",
-            )?
-            .query_row([event_id, key], |r| r.get(0))
-            .optional()?)
-    }
-
-    async fn put_reply_record(&mut self, event_id: &str, key: &str, text: &str) -> StoreResult<()> {
-        self.0
-            .prepare_cached(
-                "INSERT INTO response_idempotency (event_id, key, result) VALUES (?1, ?2, ?3)",
-            )?
-            .execute([event_id, key, text])?;
+        if let Some((key, text)) = kept {
+            self.0
+                .prepare_cached(
+                    "INSERT INTO response_idempotency (event_id, key, result) VALUES (?1, ?2, ?3)",
+                )?
+                .execute([event_id, key, text])?;
+        }
         Ok(())
     }
 }
