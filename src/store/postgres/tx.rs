@@ -81,18 +81,6 @@ impl script::Tx for Tx<'_> {
         })
     }
 
-    async fn chatbot_of(
-        &mut self,
-        conversation_id: &str,
-    ) -> StoreResult<crate::domain::ids::ChatbotId> {
-        Ok(
-            sqlx::query_scalar("SELECT chatbot_id FROM conversations WHERE id = $1")
-                .bind(conversation_id)
-                .fetch_one(&mut **self)
-                .await?,
-        )
-    }
-
     async fn take_over(&mut self, conversation_id: &str, member: &str) -> StoreResult<bool> {
         let n = sqlx::query("UPDATE conversations SET taken_over_by = $2 WHERE id = $1")
             .bind(conversation_id)

@@ -259,7 +259,7 @@ pub async fn after_reply<T: Tx>(
     window_ms: i64,
     now_ms: i64,
 ) -> StoreResult<Announce> {
-    let chatbot_id = tx.chatbot_of(&msg.conversation_id).await?;
+    let chatbot_id = tx.party(&msg.conversation_id).await?.chatbot_id;
     let existing = tx.interactions_of(&msg.id).await?;
     let (changed, fresh) =
         inbox::after_reply(existing, msg, deleted, &chatbot_id, window_ms, now_ms);

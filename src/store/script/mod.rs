@@ -67,11 +67,8 @@ pub trait Tx {
 
     /// Whether the conversation is still there (not erased or purged).
     async fn conversation_exists(&mut self, id: &str) -> StoreResult<bool>;
+    /// The conversation's chatbot (with its retention), age and takeover.
     async fn party(&mut self, conversation_id: &str) -> StoreResult<Party>;
-    async fn chatbot_of(
-        &mut self,
-        conversation_id: &str,
-    ) -> StoreResult<crate::domain::ids::ChatbotId>;
     /// Marks the conversation as taken over by `member` (its JSON); false
     /// when there is no such conversation.
     async fn take_over(&mut self, conversation_id: &str, member: &str) -> StoreResult<bool>;

@@ -76,16 +76,6 @@ impl script::Tx for Sql<'_> {
         })
     }
 
-    async fn chatbot_of(
-        &mut self,
-        conversation_id: &str,
-    ) -> StoreResult<crate::domain::ids::ChatbotId> {
-        Ok(self
-            .0
-            .prepare_cached("SELECT chatbot_id FROM conversations WHERE id = ?1")?
-            .query_row([conversation_id], |r| r.get(0))?)
-    }
-
     async fn take_over(&mut self, conversation_id: &str, member: &str) -> StoreResult<bool> {
         let n = self
             .0
