@@ -238,6 +238,30 @@ pub fn hash_secret(secret: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 1024, ..ProptestConfig::default() })]
+
+        /// Any 128 bits make an id that parses back, as its own kind only;
+        /// one character changed parses exactly when it is still Crockford
+        /// base32 (upper case).
+        #[test]
+        fn ids_parse_back_and_a_changed_one_only_when_still_crockford(
+            value: u128,
+            at in 0usize..26,
+            c in proptest::char::any(),
+        ) {
+            let id = format!("evt_{}", crockford(value));
+            prop_assert_eq!(EventId::parse(&id).map(String::from), Some(id.clone()));
+            prop_assert!(ConversationId::parse(&id).is_none());
+            let mut tail: Vec<char> = id["evt_".len()..].chars().collect();
+            tail[at] = c;
+            let changed = format!("evt_{}", tail.into_iter().collect::<String>());
+            let still = c.is_ascii() && CROCKFORD.contains(&(c as u8));
+            prop_assert_eq!(EventId::parse(&changed).is_some(), still);
+        }
+    }
 
     #[test]
     fn crockford_known_values() {

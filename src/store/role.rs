@@ -7,7 +7,7 @@
 //! `-> BoxFut<'_, StoreResult<Chatbot>>`); a default body, when there is
 //! one, follows `=`.
 //!
-//! ```ignore
+//! ```text
 //! store_role! {
 //!     /// Chatbots.
 //!     pub trait Accounts {
