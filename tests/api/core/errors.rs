@@ -4,7 +4,7 @@
 use serde_json::json;
 
 use super::{NOWHERE, json_of, post_raw, problem};
-use crate::helpers::{ADMIN_TOKEN, spawn_app};
+use crate::helpers::{ADMIN_TOKEN, Bot, Conv, TestApp, spawn_app};
 
 store_test! {
 async fn malformed_json_is_400() {
@@ -168,6 +168,23 @@ async fn missing_or_invalid_credentials_are_401() {
 }
 }
 
+/// Posts a message with buttons and a visitor's message (one event) in
+/// `conv`; the message's id and the event's.
+async fn buttons_and_an_event(app: &TestApp, bot: &Bot, conv: &Conv) -> (String, String) {
+    let m = app.buttons(bot, conv, true).await;
+    app.post(
+        &format!("/widget/v1/conversations/{}/messages", conv.id),
+        &conv.token,
+        &json!({"text": "hi"}),
+    )
+    .await;
+    let event = app.events(bot).await[0]["event_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    (m["id"].as_str().unwrap().to_string(), event)
+}
+
 store_test! {
 async fn another_tenants_ids_are_404_never_403() {
     let app = spawn_app().await;
@@ -175,18 +192,8 @@ async fn another_tenants_ids_are_404_never_403() {
     let b = app.create_bot(NOWHERE).await;
     let conv_a = app.create_conv(&a).await;
     let conv_b = app.create_conv(&b).await;
-    let m = app.buttons(&a, &conv_a, true).await;
-    let mid = m["id"].as_str().unwrap();
-    app.post(
-        &format!("/widget/v1/conversations/{}/messages", conv_a.id),
-        &conv_a.token,
-        &json!({"text": "hi"}),
-    )
-    .await;
-    let event_a = app.events(&a).await[0]["event_id"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let (mid, event_a) = buttons_and_an_event(&app, &a, &conv_a).await;
+    let mid = mid.as_str();
 
     let msgs = format!("/api/v1/conversations/{}/messages", conv_a.id);
     problem(
@@ -291,23 +298,13 @@ async fn ids_of_another_kind_or_ill_formed_are_404_and_change_nothing() {
     let app = spawn_app().await;
     let bot = app.create_bot(NOWHERE).await;
     let conv = app.create_conv(&bot).await;
-    let m = app.buttons(&bot, &conv, true).await;
-    let mid = m["id"].as_str().unwrap().to_string();
-    app.post(
-        &format!("/widget/v1/conversations/{}/messages", conv.id),
-        &conv.token,
-        &json!({"text": "hi"}),
-    )
-    .await;
-    let event = app.events(&bot).await[0]["event_id"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let (mid, event) = buttons_and_an_event(&app, &bot, &conv).await;
     // The event's id with a letter Crockford base32 never uses.
     let altered = format!("{}U", &event[..event.len() - 1]);
     let key = &bot.api_key;
 
-    // A real id of another kind where one kind is meant.
+    // A real id of another kind where one kind is meant, an altered one
+    // and a lower-cased one.
     for path in [
         format!("/api/v1/events/{}", conv.id),
         format!("/api/v1/events/{mid}"),
