@@ -56,6 +56,26 @@ pub struct AttemptRecord {
 }
 
 impl Claimed {
+    /// A new event as its first delivery, handed out by the transaction
+    /// that inserted it as `seq` (its conversation's head).
+    pub fn fresh(
+        seq: i64,
+        e: crate::store::NewEvent,
+        bot: Option<std::sync::Arc<Chatbot>>,
+    ) -> Self {
+        Self {
+            seq,
+            event_id: e.id,
+            chatbot_id: e.chatbot_id,
+            conversation_id: e.conversation_id,
+            payload: bytes::Bytes::from(e.payload),
+            attempts: 0,
+            attempt_base: 0,
+            trace: e.trace,
+            bot,
+        }
+    }
+
     /// A claim of event `id` of chatbot `bot` in conversation `conv`, not
     /// yet tried, with an empty payload (for tests of the queue's
     /// bookkeeping).

@@ -147,13 +147,10 @@ pub struct StreamEvent {
     pub data: String,
 }
 
-/// A click or submit, with everything decided outside the transaction.
+/// Who acts, and the event an accepted action becomes: minted outside the
+/// transaction (nothing stored yet).
 #[derive(Debug, Clone)]
-pub struct InteractRequest {
-    pub message_id: MessageId,
-    /// The conversation the caller may act in (the visitor token's).
-    pub conversation_id: ConversationId,
-    pub action: Action,
+pub struct Acting {
     pub user: Person,
     pub event_id: EventId,
     pub response_url: String,
@@ -161,6 +158,16 @@ pub struct InteractRequest {
     pub interactive_window_ms: i64,
     /// The request's `traceparent`, kept with the event.
     pub trace: Option<String>,
+}
+
+/// A click or submit, with everything decided outside the transaction.
+#[derive(Debug, Clone)]
+pub struct InteractRequest {
+    pub message_id: MessageId,
+    /// The conversation the caller may act in (the visitor token's).
+    pub conversation_id: ConversationId,
+    pub action: Action,
+    pub by: Acting,
 }
 
 /// A reviewer's answer to an interaction (`POST /api/v1/interactions/{id}/responses`).
@@ -172,13 +179,7 @@ pub struct AnswerRequest {
     pub body: Value,
     /// Hash of the body, to tell a retry from a conflicting reuse of the key.
     pub body_hash: String,
-    pub user: Person,
-    pub event_id: EventId,
-    pub response_url: String,
-    pub now_ms: i64,
-    pub interactive_window_ms: i64,
-    /// The request's `traceparent`, kept with the event.
-    pub trace: Option<String>,
+    pub by: Acting,
 }
 
 pub enum AnswerOutcome {

@@ -7,7 +7,7 @@ use serde_json::Value;
 
 use super::Services;
 use super::error::{AppError, AppResult};
-use crate::domain::ids::{ChatbotId, EventId, InteractionId, hash_secret};
+use crate::domain::ids::{ChatbotId, InteractionId, hash_secret};
 use crate::domain::inbox::Interaction;
 use crate::domain::model::{Chatbot, Person};
 use crate::store::{AnswerOutcome, AnswerRequest, InteractionFilter, Page};
@@ -61,14 +61,18 @@ pub async fn answer(
 ) -> AppResult<AnswerOutcome> {
     let inter = st.store.get_interaction(&bot.id, id).await?;
     let key = idempotency_key.ok_or(AppError::IdempotencyKeyRequired)?;
-    let event_id = EventId::generate();
-    let response_url = super::reply::response_url(
+    let user = Person {
+        kind: "member".into(),
+        id: bot.member_id.clone(),
+        display_name: format!("{} (API)", bot.name),
+    };
+    let by = super::reply::acting(
         st,
-        &event_id,
+        user,
         &inter.message_id,
         &inter.conversation_id,
-        false,
         now_ms,
+        trace,
     );
     let out = st
         .store
@@ -78,16 +82,7 @@ pub async fn answer(
             idempotency_key: key,
             body_hash: hash_secret(&crate::domain::text::canonical(&body)),
             body,
-            user: Person {
-                kind: "member".into(),
-                id: bot.member_id.clone(),
-                display_name: format!("{} (API)", bot.name),
-            },
-            event_id,
-            response_url,
-            now_ms,
-            interactive_window_ms: st.settings.interactive_window.as_millis() as i64,
-            trace,
+            by,
         })
         .await?;
     if let AnswerOutcome::Answered(i) = &out {

@@ -14,6 +14,28 @@ use crate::store::{Reply, ReplyOutcome, ReplyRequest, StoreError};
 /// How many times one response_url may be used.
 pub const MAX_USES: u32 = 5;
 
+/// `user` acting on `message_id` at `now_ms`: the event's id and its
+/// response_url, minted before anything is stored.
+pub fn acting(
+    st: &Services,
+    user: crate::domain::model::Person,
+    message_id: &str,
+    conversation_id: &str,
+    now_ms: i64,
+    trace: Option<String>,
+) -> crate::store::Acting {
+    let event_id = crate::domain::ids::EventId::generate();
+    let response_url = response_url(st, &event_id, message_id, conversation_id, false, now_ms);
+    crate::store::Acting {
+        user,
+        event_id,
+        response_url,
+        now_ms,
+        interactive_window_ms: st.settings.interactive_window.as_millis() as i64,
+        trace,
+    }
+}
+
 /// The response_url of an event about `message_id`.
 pub fn response_url(
     st: &Services,

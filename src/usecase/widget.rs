@@ -74,9 +74,14 @@ pub async fn interact(
     action: Action,
     trace: Option<String>,
 ) -> AppResult<Interacted> {
-    let now = st.now_ms();
-    let event_id = EventId::generate();
-    let response_url = super::reply::response_url(st, &event_id, &message_id, &conv.id, false, now);
+    let by = super::reply::acting(
+        st,
+        conv.visitor.clone(),
+        &message_id,
+        &conv.id,
+        st.now_ms(),
+        trace,
+    );
     let event_type = match action {
         Action::Click { .. } => events::BUTTON_CLICKED,
         Action::Submit { .. } => events::FORM_SUBMITTED,
@@ -87,12 +92,7 @@ pub async fn interact(
             message_id,
             conversation_id: conv.id.clone(),
             action,
-            user: conv.visitor.clone(),
-            event_id,
-            response_url,
-            now_ms: now,
-            interactive_window_ms: st.settings.interactive_window.as_millis() as i64,
-            trace,
+            by,
         })
         .await?;
     crate::telemetry::metrics::event_accepted(event_type);

@@ -13,10 +13,11 @@
 //! A batch runs on a task of the runtime of the click that started it (an
 //! HTTP worker's), not beside the delivery tasks; one at a time.
 //!
-//! Each click is decided by the same function as a lone click
-//! ([`script::inbox::plan`]), one after another in arrival
-//! order on the rows as locked, so first-click-wins and the order of a
-//! conversation's events hold within a batch, across batches and across
+//! A batch is the one path of a click ([`clicks::run`]) with N clicks:
+//! this file supplies its load and its apply. Each click is decided as a
+//! lone click is, one after another in arrival order on the rows as
+//! locked, so first-click-wins and the order of a conversation's events
+//! hold within a batch, across batches and across
 //! instances. Lock order, as everywhere: the batch's messages (by
 //! conversation, then id), then their conversations (by id), then the
 //! messages' interactions. A batch that fails as a whole (a deadlock with
@@ -37,12 +38,10 @@ use tokio::sync::oneshot;
 use super::connect::Held;
 use super::message_json;
 use super::notify::Instance;
-use super::queued::Queued;
-use crate::domain::inbox as domain;
-use crate::domain::model::Chatbot;
+use super::queued::{Lease, Queued};
 use crate::store::ApiEvent;
 use crate::store::script;
-use crate::store::script::inbox::Act;
+use crate::store::script::clicks::{self, Applied, Clicks, Cmd, Decided, Loaded};
 use crate::store::{
     BoxFut, Claimed, InteractRequest, Interacted, NewEvent, StoreError, StoreResult, StreamEvent,
 };
@@ -236,20 +235,6 @@ impl Inner {
     }
 }
 
-/// A decided click, its writes still to do.
-pub(super) struct Decision {
-    job: usize,
-    message_id: String,
-    /// Its chatbot as the batch read it.
-    bot: Arc<Chatbot>,
-    event: NewEvent,
-    /// The message after this click, when the click changed it.
-    changed: Option<String>,
-    answered: Option<ApiEvent>,
-    /// The click's answer.
-    out: Interacted,
-}
-
 type Results = Vec<Option<StoreResult<Done>>>;
 
 impl Inner {
@@ -309,136 +294,48 @@ impl Inner {
         chain: bool,
     ) -> StoreResult<Results> {
         let (pool, instance, queued) = (&self.pool, &self.instance, &*self.queued);
-        // A message id with a NUL names no message (text cannot hold one).
-        let mut ids: Vec<&str> = reqs
-            .iter()
-            .map(|r| r.message_id.as_str())
-            .filter(|id| !id.contains('\0'))
-            .collect();
-        ids.sort_unstable();
-        ids.dedup();
         // A failure from here on closes the connection: `open` is then
         // reset by the next batch's fresh one.
         if !self.open.swap(false, Ordering::Relaxed) {
             sqlx::Executor::execute(&mut *conn, "BEGIN").await?;
         }
-        let (mut messages, ctx, mut interactions) = read::read(conn, &ids).await?;
-
-        let mut results: Results = (0..reqs.len()).map(|_| None).collect();
-        let mut decisions = Vec::new();
-        for (k, req) in reqs.iter().enumerate() {
-            let Some(msg) = messages.get_mut(req.message_id.as_str()) else {
-                results[k] = Some(Err(StoreError::NotFound));
-                continue;
-            };
-            if msg.conversation_id != req.conversation_id {
-                results[k] = Some(Err(StoreError::NotFound));
-                continue;
-            }
-            if domain::block_gone(msg, &req.action) {
-                continue; // on its own, after this batch
-            }
-            let Some(c) = ctx.get(msg.conversation_id.as_str()) else {
-                results[k] = Some(Err(StoreError::NotFound));
-                continue;
-            };
-            let Some(bot) = c.bot.clone() else {
-                results[k] = Some(Err(StoreError::NotFound));
-                continue;
-            };
-            let list = interactions.entry(msg.id.to_string()).or_default();
-            let act = Act::visitor(req);
-            // Decided on copies: a refused click leaves the message and its
-            // interactions as they were for the clicks after it.
-            let p = match script::inbox::plan(msg.clone(), list.clone(), c, &act) {
-                Ok(p) => p,
-                Err(e) => {
-                    results[k] = Some(Err(e));
-                    continue;
-                }
-            };
-            *msg = p.message;
-            *list = p.interactions;
-            let answered = p.answered.as_ref().map(|i| ApiEvent {
-                chatbot_id: bot.id.clone(),
-                interaction_id: i.id.clone(),
-                kind: "interaction.answered",
-                data: i.to_json(req.now_ms),
-            });
-            decisions.push(Decision {
-                job: k,
-                message_id: msg.id.to_string(),
-                bot,
-                event: p.event,
-                changed: p.changed.then(|| message_json(msg)),
-                answered,
-                out: Interacted {
-                    message: msg.clone(),
-                    typing: msg.typing_on_interaction,
-                    json: None,
-                },
-            });
-        }
-        if decisions.is_empty() {
-            sqlx::Executor::execute(&mut *conn, "ROLLBACK").await?;
-            return Ok(results);
-        }
-
-        let lease = queued.lease(crate::domain::time::now_ms());
-        let written = Write::new(&interactions, &messages, &decisions, lease.as_ref())
-            .run(conn)
-            .await?;
-
+        let cmds: Vec<Cmd<'_>> = reqs.iter().map(|r| Cmd::visitor(r)).collect();
+        let mut on = OnConn {
+            conn: &mut *conn,
+            queued,
+            applied: None,
+        };
+        let outcomes = clicks::run(&mut on, &cmds).await?;
+        let applied = on.applied;
+        let due = applied.as_ref().is_some_and(|a| a.1);
         let mut notes = super::notify::Notes::new(instance);
-        if written.due {
+        if due {
             notes.due();
         }
-        let mut done: Vec<(usize, Done)> = Vec::with_capacity(decisions.len());
-        let mut hot = Vec::with_capacity(written.queued.len());
-        let mut seqs = written.seqs.into_iter();
-        for d in decisions {
-            let mut stream = Vec::new();
-            if let Some(data) = d.changed {
-                // One entry per changed click, by the statement's making.
-                if let Some(seq) = seqs.next() {
-                    let e = StreamEvent {
-                        seq,
-                        conversation_id: d.event.conversation_id.clone(),
-                        kind: "message.updated".into(),
-                        data,
-                    };
-                    notes.stream(&e);
-                    stream.push(e);
-                }
-            }
-            let api: Vec<ApiEvent> = d.answered.into_iter().collect();
-            for a in &api {
-                notes.api(a);
-            }
-            if let Some(&seq) = written.queued.get(d.event.id.as_str()) {
-                hot.push(Claimed {
-                    seq,
-                    event_id: d.event.id,
-                    chatbot_id: d.event.chatbot_id,
-                    conversation_id: d.event.conversation_id,
-                    payload: bytes::Bytes::from(d.event.payload),
-                    attempts: 0,
-                    attempt_base: 0,
-                    trace: d.event.trace,
-                    bot: Some(d.bot),
-                });
-            }
-            let due = written.due;
-            done.push((
-                d.job,
-                Done {
-                    out: d.out,
-                    stream,
-                    api,
-                    due,
-                },
-            ));
-        }
+        let mut hot = Vec::new();
+        let results: Results = outcomes
+            .into_iter()
+            .map(|o| {
+                o.map(|r| {
+                    r.map(|mut fx| {
+                        fx.announce.stream.iter().for_each(|e| notes.stream(e));
+                        fx.announce.api.iter().for_each(|a| notes.api(a));
+                        hot.extend(fx.hot.take());
+                        Done {
+                            out: fx.out,
+                            stream: fx.announce.stream,
+                            api: fx.announce.api,
+                            due,
+                        }
+                    })
+                })
+            })
+            .collect();
+        // Nothing accepted: nothing written.
+        let Some((lease, _)) = applied else {
+            sqlx::Executor::execute(&mut *conn, "ROLLBACK").await?;
+            return Ok(results);
+        };
         notes.send_on(conn).await?;
         // Clicks waiting already: the next batch's `BEGIN` rides with this
         // `COMMIT` (one simple query of fixed text; a failed `COMMIT` stops
@@ -460,10 +357,68 @@ impl Inner {
                 tracing::warn!(error = %e, "giving back queued deliveries failed; their leases expire");
             }
         }
-        for (k, d) in done {
-            results[k] = Some(Ok(d));
-        }
         Ok(results)
+    }
+}
+
+/// A batch's load and apply ([`Clicks`]) on its connection.
+struct OnConn<'c> {
+    conn: &'c mut PgConnection,
+    queued: &'c Queued,
+    /// Once applied: the lease its head events took, and whether an event
+    /// was left to the table (any instance's to claim).
+    applied: Option<(Option<Lease>, bool)>,
+}
+
+impl Clicks for OnConn<'_> {
+    async fn load(&mut self, cmds: &[Cmd<'_>]) -> StoreResult<Loaded> {
+        // A message id with a NUL names no message (text cannot hold one).
+        let mut ids: Vec<&str> = cmds
+            .iter()
+            .map(|c| c.message_id)
+            .filter(|id| !id.contains('\0'))
+            .collect();
+        ids.sort_unstable();
+        ids.dedup();
+        read::read(self.conn, &ids).await
+    }
+
+    async fn apply(
+        &mut self,
+        loaded: &Loaded,
+        decided: &[Decided],
+        events: Vec<NewEvent>,
+    ) -> StoreResult<Vec<Applied>> {
+        let lease = self.queued.lease(crate::domain::time::now_ms());
+        let docs: Vec<Option<String>> = decided
+            .iter()
+            .map(|d| d.changed.then(|| message_json(&d.message)))
+            .collect();
+        let written = Write::new(loaded, decided, &events, &docs, lease.as_ref())
+            .run(self.conn)
+            .await?;
+        self.applied = Some((lease, written.due));
+        let mut seqs = written.seqs.into_iter();
+        let mut applied = Vec::with_capacity(decided.len());
+        for ((d, e), doc) in decided.iter().zip(events).zip(docs) {
+            let mut a = Applied::default();
+            // One entry per changed click, by the statement's making.
+            if let Some(data) = doc
+                && let Some(seq) = seqs.next()
+            {
+                a.stream = Some(StreamEvent {
+                    seq,
+                    conversation_id: e.conversation_id.clone(),
+                    kind: "message.updated".into(),
+                    data,
+                });
+            }
+            if let Some(&seq) = written.queued.get(e.id.as_str()) {
+                a.hot = Some(Claimed::fresh(seq, e, d.bot.clone()));
+            }
+            applied.push(a);
+        }
+        Ok(applied)
     }
 }
 
@@ -475,7 +430,7 @@ pub async fn interact_single(
     req: InteractRequest,
 ) -> StoreResult<Done> {
     let mut tx = pool.begin().await?;
-    let fx = script::inbox::interact(&mut tx, &req).await?;
+    let fx = script::clicks::interact(&mut tx, &req).await?;
     let (stream, api) = (fx.announce.stream, fx.announce.api);
     super::commit_noting(instance, tx, &stream, &api, true).await?;
     Ok(Done {

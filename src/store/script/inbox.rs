@@ -3,27 +3,23 @@
 
 use serde_json::Value;
 
+use super::clicks::{self, Cmd, Steps};
 use super::{Announce, Effects, Party, Tx};
 use crate::domain::error::Rejection;
 use crate::domain::inbox::{self, Interaction, NewInteraction};
 use crate::domain::interact::{Action, Context};
-use crate::domain::model::{Message, Person};
+use crate::domain::model::Message;
 use crate::domain::status::InteractionStatus;
 use crate::store::{
-    AnswerOutcome, AnswerRequest, InteractRequest, Interacted, NewEvent, StoreError, StoreResult,
+    Acting, AnswerOutcome, AnswerRequest, InteractRequest, NewEvent, StoreError, StoreResult,
 };
 
-/// Who acts, and the event an accepted action becomes.
+/// An action, who takes it, and the event it becomes if accepted.
 pub struct Act<'a> {
     pub action: &'a Action,
-    pub user: &'a Person,
-    pub event_id: &'a crate::domain::ids::EventId,
-    pub response_url: &'a str,
-    pub now_ms: i64,
-    pub interactive_window_ms: i64,
+    pub by: &'a Acting,
     /// A reviewer's answer body, recorded as sent.
     pub answer: Option<&'a Value>,
-    pub trace: Option<&'a str>,
 }
 
 impl<'a> Act<'a> {
@@ -31,30 +27,16 @@ impl<'a> Act<'a> {
     pub fn visitor(req: &'a InteractRequest) -> Self {
         Self {
             action: &req.action,
-            user: &req.user,
-            event_id: &req.event_id,
-            response_url: &req.response_url,
-            now_ms: req.now_ms,
-            interactive_window_ms: req.interactive_window_ms,
+            by: &req.by,
             answer: None,
-            trace: req.trace.as_deref(),
         }
     }
 }
 
-/// A visitor's click or submit on a message of their conversation.
-pub async fn interact<T: Tx>(tx: &mut T, req: &InteractRequest) -> StoreResult<Effects> {
-    let msg = tx.message(&req.message_id).await?;
-    if msg.conversation_id != req.conversation_id {
-        return Err(StoreError::NotFound);
-    }
-    apply(tx, msg, Act::visitor(req)).await
-}
-
 /// An accepted action, decided on the rows as loaded: what to write. The
 /// one decision of a click, submit or answer, whichever way it is applied
-/// (step by step through [`Tx`] here, or with a PostgreSQL batch's other
-/// clicks in one statement per step).
+/// ([`clicks::run`], step by step through [`Tx`] or with a PostgreSQL
+/// batch's other clicks in one statement per step).
 pub struct Plan {
     /// The message as the action leaves it.
     pub message: Message,
@@ -78,29 +60,30 @@ pub fn plan(
     party: &Party,
     act: &Act<'_>,
 ) -> StoreResult<Plan> {
+    let by = act.by;
     let ctx = Context {
-        now_ms: act.now_ms,
-        interactive_window_ms: act.interactive_window_ms,
+        now_ms: by.now_ms,
+        interactive_window_ms: by.interactive_window_ms,
         retention_ms: party.retention_ms,
         conversation_created_ms: party.created_at,
         taken_over: party.taken_over,
         chatbot_id: &party.chatbot_id,
-        user: act.user,
-        event_id: act.event_id,
-        response_url: act.response_url,
+        user: &by.user,
+        event_id: &by.event_id,
+        response_url: &by.response_url,
         allow_comment: false,
         require_one_checked: false,
         answer: act.answer,
     };
     let d = inbox::decide(&mut interactions, &mut msg, act.action, ctx)?;
     let event = NewEvent {
-        id: act.event_id.clone(),
+        id: by.event_id.clone(),
         chatbot_id: party.chatbot_id.clone(),
         conversation_id: msg.conversation_id.clone(),
         event_type: d.accepted.event_type,
         payload: d.accepted.payload,
-        created_at: act.now_ms,
-        trace: act.trace.map(str::to_string),
+        created_at: by.now_ms,
+        trace: by.trace.clone(),
     };
     Ok(Plan {
         message: msg,
@@ -108,43 +91,6 @@ pub fn plan(
         changed: d.changed,
         answered: d.answered,
         event,
-    })
-}
-
-/// Applies an action to a loaded message: block state, interaction, event,
-/// stream entry — or nothing. Every rejection comes before the first write.
-pub async fn apply<T: Tx>(tx: &mut T, msg: Message, act: Act<'_>) -> StoreResult<Effects> {
-    let party = tx.party(&msg.conversation_id).await?;
-    let interactions = tx.interactions_for(&msg, act.action).await?;
-    let p = plan(msg, interactions, &party, &act)?;
-    let mut announce = Announce::default();
-    if let Some(i) = &p.answered {
-        tx.save_interaction(i).await?;
-        announce.api(&party.chatbot_id, i, "interaction.answered", act.now_ms);
-    }
-    let mut hot = tx.insert_event(p.event).await?;
-    let msg = p.message;
-    if p.changed {
-        let doc = tx.save_message(&msg).await?;
-        let entry = tx
-            .append_stream(&msg.conversation_id, "message.updated", doc)
-            .await?;
-        announce.stream.push(entry);
-    }
-    if let Some(h) = hot.as_mut() {
-        h.bot = party.bot;
-    }
-    let typing = msg.typing_on_interaction;
-    let json = tx.message_json(&msg);
-    Ok(Effects {
-        out: Interacted {
-            message: msg,
-            typing,
-            json,
-        },
-        announce,
-        answered: p.answered,
-        hot,
     })
 }
 
@@ -170,26 +116,26 @@ pub async fn answer<T: Tx>(
             None,
         ));
     }
-    if i.status_at(req.now_ms) != InteractionStatus::Pending {
+    if i.status_at(req.by.now_ms) != InteractionStatus::Pending {
         return Err(Rejection::NotPending.into());
     }
     let msg = tx.message(&i.message_id).await?;
     let action = inbox::action_from_answer(&i.kind, &i.spec, &msg, &req.body)?;
     let act = Act {
         action: &action,
-        user: &req.user,
-        event_id: &req.event_id,
-        response_url: &req.response_url,
-        now_ms: req.now_ms,
-        interactive_window_ms: req.interactive_window_ms,
+        by: &req.by,
         answer: Some(&req.body),
-        trace: req.trace.as_deref(),
     };
-    let mut fx = apply(tx, msg, act).await?;
+    let cmd = Cmd {
+        message_id: &i.message_id,
+        conversation_id: None,
+        act,
+    };
+    let mut fx = clicks::one(&mut Steps::knowing(tx, msg), cmd).await?;
     let Some(answered) = fx.answered.take() else {
         return Err(Rejection::NotPending.into());
     };
-    let result = answered.to_json(req.now_ms).to_string();
+    let result = answered.to_json(req.by.now_ms).to_string();
     tx.put_answer_record(req, &result).await?;
     Ok((AnswerOutcome::Answered(Box::new(answered)), Some(fx)))
 }
@@ -289,7 +235,7 @@ pub(super) async fn cancel_pending<T: Tx>(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::domain::ids::EventId;
     use crate::domain::inbox::tests::{HOUR, T0, click, interactions, message, visitor};
@@ -304,34 +250,31 @@ mod tests {
         }
     }
 
-    fn act<'a>(
-        action: &'a Action,
-        user: &'a Person,
-        event_id: &'a crate::domain::ids::EventId,
-    ) -> Act<'a> {
-        Act {
-            action,
-            user,
-            event_id,
-            response_url: "https://hooks.test/r/tok",
+    /// A visitor acting at `T0` + 1 s, their event `event_id`.
+    pub(crate) fn acting(event_id: &str) -> Acting {
+        Acting {
+            user: visitor(),
+            event_id: EventId::stored(event_id),
+            response_url: "https://hooks.test/r/tok".into(),
             now_ms: T0 + 1_000,
             interactive_window_ms: 24 * HOUR,
+            trace: Some("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01".into()),
+        }
+    }
+
+    fn act<'a>(action: &'a Action, by: &'a Acting) -> Act<'a> {
+        Act {
+            action,
+            by,
             answer: None,
-            trace: Some("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"),
         }
     }
 
     #[test]
     fn an_accepted_click_plans_its_event_for_the_party_and_the_message_it_changed() {
-        let (msg, user, yes) = (message(true), visitor(), click("yes"));
+        let (msg, yes) = (message(true), click("yes"));
         let list = interactions(&msg);
-        let p = plan(
-            msg,
-            list,
-            &party(false),
-            &act(&yes, &user, &EventId::stored("evt_1")),
-        )
-        .unwrap();
+        let p = plan(msg, list, &party(false), &act(&yes, &acting("evt_1"))).unwrap();
         assert_eq!(p.event.id, "evt_1");
         assert_eq!(p.event.chatbot_id, "bot_1");
         assert_eq!(p.event.conversation_id, "conv_1");
@@ -352,35 +295,24 @@ mod tests {
 
     #[test]
     fn the_plan_of_the_first_click_refuses_the_second_on_what_it_left() {
-        let (msg, user) = (message(true), visitor());
+        let msg = message(true);
         let (yes, no) = (click("yes"), click("no"));
         let list = interactions(&msg);
-        let first = plan(
-            msg,
-            list,
-            &party(false),
-            &act(&yes, &user, &EventId::stored("evt_1")),
-        )
-        .unwrap();
+        let first = plan(msg, list, &party(false), &act(&yes, &acting("evt_1"))).unwrap();
         let second = plan(
             first.message,
             first.interactions,
             &party(false),
-            &act(&no, &user, &EventId::stored("evt_2")),
+            &act(&no, &acting("evt_2")),
         );
         assert!(matches!(second, Err(StoreError::Rejected(_))));
     }
 
     #[test]
     fn a_taken_over_conversation_plans_nothing() {
-        let (msg, user, yes) = (message(true), visitor(), click("yes"));
+        let (msg, yes) = (message(true), click("yes"));
         let list = interactions(&msg);
-        let r = plan(
-            msg,
-            list,
-            &party(true),
-            &act(&yes, &user, &EventId::stored("evt_1")),
-        );
+        let r = plan(msg, list, &party(true), &act(&yes, &acting("evt_1")));
         assert!(matches!(r, Err(StoreError::Rejected(_))));
     }
 }

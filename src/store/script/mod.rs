@@ -19,6 +19,7 @@ use crate::domain::model::{Chatbot, Message};
 use crate::store::{ApiEvent, Signals};
 use crate::store::{Claimed, Interacted, NewEvent, StoreError, StoreResult, StreamEvent};
 
+pub mod clicks;
 pub mod inbox;
 pub mod messages;
 pub mod reply;

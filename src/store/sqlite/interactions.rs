@@ -11,7 +11,7 @@ impl Inbox for SqliteStore {
                 .write_with(
                     true,
                     false,
-                    move |c| script::now(script::inbox::interact(&mut Sql(c), &req)),
+                    move |c| script::now(script::clicks::interact(&mut Sql(c), &req)),
                     |fx| fx.hot.take(),
                 )
                 .await?;

@@ -45,17 +45,7 @@ pub(super) fn insert_event(conn: &Connection, e: NewEvent) -> StoreResult<Option
         None => {}
     }
     let seq = conn.last_insert_rowid();
-    Ok((!behind).then(|| Claimed {
-        seq,
-        event_id: e.id,
-        chatbot_id: e.chatbot_id,
-        conversation_id: e.conversation_id,
-        payload: bytes::Bytes::from(e.payload),
-        attempts: 0,
-        attempt_base: 0,
-        trace: e.trace,
-        bot: None,
-    }))
+    Ok((!behind).then(|| Claimed::fresh(seq, e, None)))
 }
 
 /// After an event leaves the active states, the next one of its

@@ -8,16 +8,10 @@ use sqlx::postgres::{PgConnection, PgRow};
 
 use super::super::{CHATBOT_COLS, chatbot_row_at, inbox, parse_message};
 use crate::domain::inbox as domain;
-use crate::domain::model::{Chatbot, Message};
+use crate::domain::model::Chatbot;
 use crate::store::StoreResult;
 use crate::store::script::Party;
-
-/// What a batch reads under its locks: messages, conversations, interactions.
-pub(super) type Locked = (
-    HashMap<String, Message>,
-    HashMap<String, Party>,
-    HashMap<String, Vec<domain::Interaction>>,
-);
+use crate::store::script::clicks::Loaded;
 
 /// Locks the messages (by conversation, then id), then their conversations
 /// (by id), then the messages' pending and asked interactions (by message,
@@ -60,13 +54,13 @@ fn sql() -> &'static str {
 
 /// Reads and locks the messages `ids` (and all that goes with them) in the
 /// transaction open on `conn`.
-pub(super) async fn read(conn: &mut PgConnection, ids: &[&str]) -> StoreResult<Locked> {
+pub(super) async fn read(conn: &mut PgConnection, ids: &[&str]) -> StoreResult<Loaded> {
     let rows = sqlx::query(sql()).bind(ids).fetch_all(&mut *conn).await?;
     parse(&rows)
 }
 
 /// What the read's rows say.
-fn parse(rows: &[PgRow]) -> StoreResult<Locked> {
+fn parse(rows: &[PgRow]) -> StoreResult<Loaded> {
     let bot_cols = CHATBOT_COLS.split(", ").count();
     let mut messages = HashMap::with_capacity(rows.len());
     let mut convs = HashMap::new();
@@ -107,5 +101,12 @@ fn parse(rows: &[PgRow]) -> StoreResult<Locked> {
             });
         }
     }
-    Ok((messages, convs, interactions))
+    Ok(Loaded {
+        messages,
+        parties: convs,
+        interactions,
+        // Closed interactions are not read: a click whose block is gone
+        // runs on its own.
+        whole: Default::default(),
+    })
 }

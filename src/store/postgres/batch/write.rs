@@ -8,10 +8,8 @@ use sqlx::{Postgres, Row};
 
 use super::super::message_json;
 use super::super::queued::Lease;
-use super::Decision;
-use crate::domain::inbox as domain;
-use crate::domain::model::Message;
-use crate::store::StoreResult;
+use crate::store::script::clicks::{Decided, Loaded};
+use crate::store::{NewEvent, StoreResult};
 
 /// What a batch's writes report.
 pub(super) struct Written {
@@ -52,19 +50,22 @@ pub(super) struct Write<'a> {
 }
 
 impl<'a> Write<'a> {
+    /// `events[k]` and `docs[k]` (the message as JSON, when changed) are
+    /// `decided[k]`'s.
     pub fn new(
-        interactions: &'a HashMap<String, Vec<domain::Interaction>>,
-        messages: &'a HashMap<String, Message>,
-        decisions: &'a [Decision],
+        loaded: &'a Loaded,
+        decided: &'a [Decided],
+        events: &'a [NewEvent],
+        docs: &'a [Option<String>],
         lease: Option<&Lease>,
     ) -> Self {
-        let answered: HashSet<&str> = decisions
+        let answered: HashSet<&str> = decided
             .iter()
-            .filter_map(|d| d.answered.as_ref().map(|a| a.interaction_id.as_str()))
+            .filter_map(|d| d.answered.as_ref().map(|a| a.id.as_str()))
             .collect();
         let (mut i_ids, mut statuses, mut responses, mut updated, mut at, mut specs) =
             (vec![], vec![], vec![], vec![], vec![], vec![]);
-        for i in interactions.values().flatten() {
+        for i in loaded.interactions.values().flatten() {
             if answered.contains(i.id.as_str()) {
                 i_ids.push(i.id.as_str());
                 statuses.push(i.status.as_str());
@@ -74,19 +75,19 @@ impl<'a> Write<'a> {
                 specs.push(serde_json::to_string(&i.spec).unwrap_or_default());
             }
         }
-        let changed: HashSet<&str> = decisions
+        let changed: HashSet<&str> = decided
             .iter()
-            .filter(|d| d.changed.is_some())
-            .map(|d| d.message_id.as_str())
+            .filter(|d| d.changed)
+            .map(|d| d.message.id.as_str())
             .collect();
-        let (mut m_ids, mut docs) = (Vec::new(), Vec::new());
-        for (id, m) in messages.iter() {
+        let (mut m_ids, mut m_docs) = (Vec::new(), Vec::new());
+        for (id, m) in loaded.messages.iter() {
             if changed.contains(id.as_str()) {
                 m_ids.push(id.as_str());
-                docs.push(message_json(m));
+                m_docs.push(message_json(m));
             }
         }
-        let n = decisions.len();
+        let n = decided.len();
         let mut w = Self {
             shape: Shape {
                 answering: !i_ids.is_empty(),
@@ -100,7 +101,7 @@ impl<'a> Write<'a> {
             at,
             specs,
             m_ids,
-            docs,
+            docs: m_docs,
             ids: Vec::with_capacity(n),
             bots: Vec::with_capacity(n),
             convs: Vec::with_capacity(n),
@@ -112,17 +113,20 @@ impl<'a> Write<'a> {
             s_convs: Vec::new(),
             s_data: Vec::new(),
         };
-        for d in decisions {
-            w.ids.push(d.event.id.as_str());
-            w.bots.push(d.event.chatbot_id.as_str());
-            w.leases.push(lease.map_or(0, |l| l.for_chatbot(&d.bot)));
-            w.convs.push(d.event.conversation_id.as_str());
-            w.types.push(d.event.event_type);
-            w.payloads.push(d.event.payload.as_slice());
-            w.created.push(d.event.created_at);
-            w.traces.push(d.event.trace.as_deref());
-            if let Some(j) = &d.changed {
-                w.s_convs.push(d.event.conversation_id.as_str());
+        for ((d, e), doc) in decided.iter().zip(events).zip(docs) {
+            w.ids.push(e.id.as_str());
+            w.bots.push(e.chatbot_id.as_str());
+            w.leases.push(match (lease, &d.bot) {
+                (Some(l), Some(b)) => l.for_chatbot(b),
+                _ => 0,
+            });
+            w.convs.push(e.conversation_id.as_str());
+            w.types.push(e.event_type);
+            w.payloads.push(e.payload.as_slice());
+            w.created.push(e.created_at);
+            w.traces.push(e.trace.as_deref());
+            if let Some(j) = doc {
+                w.s_convs.push(e.conversation_id.as_str());
                 w.s_data.push(j.as_str());
             }
         }
