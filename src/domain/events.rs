@@ -23,8 +23,10 @@ pub struct Base<'a> {
     pub response_url: &'a str,
 }
 
+/// An event about a message: what every one shares, around its own keys
+/// (`body`, flattened in place: the keys stand in this order).
 #[derive(Serialize)]
-struct ButtonClicked<'a> {
+struct Envelope<'a, B> {
     api_version: &'a str,
     block_kit_version: &'a str,
     event: &'a str,
@@ -34,6 +36,32 @@ struct ButtonClicked<'a> {
     chatbot_id: &'a str,
     conversation_id: &'a str,
     message_id: &'a str,
+    #[serde(flatten)]
+    body: B,
+    response_url: &'a str,
+    delivery_attempt: u32,
+}
+
+/// `kind`'s event about `b` with `body`'s keys, as bytes.
+fn envelope<B: Serialize>(b: &Base<'_>, kind: &str, body: B) -> Vec<u8> {
+    let e = Envelope {
+        api_version: API_VERSION,
+        block_kit_version: BLOCK_KIT_VERSION,
+        event: kind,
+        kind,
+        event_id: b.event_id,
+        chatbot_id: b.chatbot_id,
+        conversation_id: b.conversation_id,
+        message_id: b.message_id,
+        body,
+        response_url: b.response_url,
+        delivery_attempt: 1,
+    };
+    serde_json::to_vec(&e).unwrap_or_default()
+}
+
+#[derive(Serialize)]
+struct ButtonClicked<'a> {
     block_id: &'a str,
     action_id: &'a str,
     value: &'a str,
@@ -41,21 +69,10 @@ struct ButtonClicked<'a> {
     message_metadata: &'a Value,
     user: &'a Person,
     clicked_at: &'a str,
-    response_url: &'a str,
-    delivery_attempt: u32,
 }
 
 #[derive(Serialize)]
 struct FormSubmitted<'a> {
-    api_version: &'a str,
-    block_kit_version: &'a str,
-    event: &'a str,
-    #[serde(rename = "type")]
-    kind: &'a str,
-    event_id: &'a str,
-    chatbot_id: &'a str,
-    conversation_id: &'a str,
-    message_id: &'a str,
     block_id: &'a str,
     action_id: &'a str,
     form_id: &'a str,
@@ -63,26 +80,13 @@ struct FormSubmitted<'a> {
     message_metadata: &'a Value,
     user: &'a Person,
     submitted_at: &'a str,
-    response_url: &'a str,
-    delivery_attempt: u32,
 }
 
 #[derive(Serialize)]
 struct MessageReceived<'a> {
-    api_version: &'a str,
-    block_kit_version: &'a str,
-    event: &'a str,
-    #[serde(rename = "type")]
-    kind: &'a str,
-    event_id: &'a str,
-    chatbot_id: &'a str,
-    conversation_id: &'a str,
-    message_id: &'a str,
     user: &'a Person,
     text: &'a str,
     received_at: &'a str,
-    response_url: &'a str,
-    delivery_attempt: u32,
 }
 
 fn empty_object() -> &'static Value {
@@ -104,15 +108,7 @@ pub fn button_clicked(
     message_metadata: &Value,
     clicked_at: &str,
 ) -> Vec<u8> {
-    let e = ButtonClicked {
-        api_version: API_VERSION,
-        block_kit_version: BLOCK_KIT_VERSION,
-        event: BUTTON_CLICKED,
-        kind: BUTTON_CLICKED,
-        event_id: b.event_id,
-        chatbot_id: b.chatbot_id,
-        conversation_id: b.conversation_id,
-        message_id: b.message_id,
+    let body = ButtonClicked {
         block_id,
         action_id,
         value,
@@ -120,10 +116,8 @@ pub fn button_clicked(
         message_metadata: metadata(message_metadata),
         user: b.user,
         clicked_at,
-        response_url: b.response_url,
-        delivery_attempt: 1,
     };
-    serde_json::to_vec(&e).unwrap_or_default()
+    envelope(b, BUTTON_CLICKED, body)
 }
 
 pub fn form_submitted(
@@ -134,15 +128,7 @@ pub fn form_submitted(
     message_metadata: &Value,
     submitted_at: &str,
 ) -> Vec<u8> {
-    let e = FormSubmitted {
-        api_version: API_VERSION,
-        block_kit_version: BLOCK_KIT_VERSION,
-        event: FORM_SUBMITTED,
-        kind: FORM_SUBMITTED,
-        event_id: b.event_id,
-        chatbot_id: b.chatbot_id,
-        conversation_id: b.conversation_id,
-        message_id: b.message_id,
+    let body = FormSubmitted {
         block_id,
         action_id: form_id,
         form_id,
@@ -150,29 +136,17 @@ pub fn form_submitted(
         message_metadata: metadata(message_metadata),
         user: b.user,
         submitted_at,
-        response_url: b.response_url,
-        delivery_attempt: 1,
     };
-    serde_json::to_vec(&e).unwrap_or_default()
+    envelope(b, FORM_SUBMITTED, body)
 }
 
 pub fn message_received(b: &Base<'_>, text: &str, received_at: &str) -> Vec<u8> {
-    let e = MessageReceived {
-        api_version: API_VERSION,
-        block_kit_version: BLOCK_KIT_VERSION,
-        event: MESSAGE_RECEIVED,
-        kind: MESSAGE_RECEIVED,
-        event_id: b.event_id,
-        chatbot_id: b.chatbot_id,
-        conversation_id: b.conversation_id,
-        message_id: b.message_id,
+    let body = MessageReceived {
         user: b.user,
         text,
         received_at,
-        response_url: b.response_url,
-        delivery_attempt: 1,
     };
-    serde_json::to_vec(&e).unwrap_or_default()
+    envelope(b, MESSAGE_RECEIVED, body)
 }
 
 #[derive(Serialize)]
@@ -201,4 +175,102 @@ pub fn webhook_test(event_id: &str, chatbot_id: &str, sent_at: &str) -> Vec<u8> 
         delivery_attempt: 1,
     };
     serde_json::to_vec(&e).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The top-level keys of an event's bytes, in the order they stand.
+    fn keys(bytes: &[u8]) -> Vec<String> {
+        let text = std::str::from_utf8(bytes).unwrap();
+        let v: Value = serde_json::from_str(text).unwrap();
+        let mut keys: Vec<String> = v.as_object().unwrap().keys().cloned().collect();
+        keys.sort_by_key(|k| text.find(&format!("\"{k}\":")).unwrap());
+        keys
+    }
+
+    fn base(user: &Person) -> Base<'_> {
+        Base {
+            event_id: "evt_1",
+            chatbot_id: "bot_1",
+            conversation_id: "conv_1",
+            message_id: "msg_1",
+            user,
+            response_url: "https://hooks.test/r/tok",
+        }
+    }
+
+    const HEAD: [&str; 8] = [
+        "api_version",
+        "block_kit_version",
+        "event",
+        "type",
+        "event_id",
+        "chatbot_id",
+        "conversation_id",
+        "message_id",
+    ];
+
+    fn expect(own: &[&str]) -> Vec<String> {
+        HEAD.iter()
+            .chain(own)
+            .chain(&["response_url", "delivery_attempt"])
+            .map(|k| k.to_string())
+            .collect()
+    }
+
+    #[test]
+    fn each_event_is_flat_with_its_own_keys_between_the_shared_ones() {
+        let user = Person {
+            kind: "visitor".into(),
+            id: "v_1".into(),
+            display_name: "Ada".into(),
+        };
+        let b = base(&user);
+        let meta = serde_json::json!({"k": 1});
+        let clicked = button_clicked(&b, "b1", "yes", "y", "Yes", &meta, "2026-12-06T00:00:00Z");
+        assert_eq!(
+            keys(&clicked),
+            expect(&[
+                "block_id",
+                "action_id",
+                "value",
+                "label",
+                "message_metadata",
+                "user",
+                "clicked_at"
+            ])
+        );
+        let v: Value = serde_json::from_slice(&clicked).unwrap();
+        assert_eq!(v["type"], BUTTON_CLICKED);
+        assert_eq!(v["event"], BUTTON_CLICKED);
+        assert_eq!(v["user"]["display_name"], "Ada");
+        assert_eq!(v["delivery_attempt"], 1);
+
+        let values = Map::new();
+        let submitted = form_submitted(&b, "f1", "form", &values, &Value::Null, "t");
+        assert_eq!(
+            keys(&submitted),
+            expect(&[
+                "block_id",
+                "action_id",
+                "form_id",
+                "values",
+                "message_metadata",
+                "user",
+                "submitted_at"
+            ])
+        );
+        let v: Value = serde_json::from_slice(&submitted).unwrap();
+        assert_eq!(
+            v["message_metadata"],
+            serde_json::json!({}),
+            "metadata is an object"
+        );
+        assert_eq!(v["action_id"], "form");
+
+        let received = message_received(&b, "hello", "t");
+        assert_eq!(keys(&received), expect(&["user", "text", "received_at"]));
+    }
 }
