@@ -84,24 +84,30 @@ impl Api {
         })
     }
 
+    /// `method` on `path` (below the base), with a JSON body if any.
+    async fn call(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<String>,
+    ) -> Result<Value, Failure> {
+        let mut req = self
+            .http
+            .request(method, format!("{}{path}", self.base))
+            .bearer_auth(&self.key);
+        if let Some(body) = body {
+            req = req.header("content-type", "application/json").body(body);
+        }
+        Self::read(req.send().await.map_err(unreachable)?).await
+    }
+
     /// Posts the question without waiting; its interaction id.
     pub async fn start(&self, conversation_id: &str, mut body: Value) -> Result<String, Failure> {
         body["wait"] = json!(false);
-        let url = format!(
-            "{}/api/v1/conversations/{}/ask",
-            self.base,
-            urlencode(conversation_id)
-        );
-        let resp = self
-            .http
-            .post(url)
-            .bearer_auth(&self.key)
-            .header("content-type", "application/json")
-            .body(body.to_string())
-            .send()
-            .await
-            .map_err(unreachable)?;
-        let v = Self::read(resp).await?;
+        let path = format!("/api/v1/conversations/{}/ask", urlencode(conversation_id));
+        let v = self
+            .call(reqwest::Method::POST, &path, Some(body.to_string()))
+            .await?;
         v.get("interaction_id")
             .and_then(Value::as_str)
             .map(str::to_string)
@@ -115,57 +121,24 @@ impl Api {
 
     /// The answer object, or `{"answer": "pending"}` after `wait` seconds.
     pub async fn answer(&self, interaction_id: &str, wait: u64) -> Result<Value, Failure> {
-        let url = format!(
-            "{}/api/v1/interactions/{}/answer?wait={wait}",
-            self.base,
+        let path = format!(
+            "/api/v1/interactions/{}/answer?wait={wait}",
             urlencode(interaction_id)
         );
-        let resp = self
-            .http
-            .get(url)
-            .bearer_auth(&self.key)
-            .send()
-            .await
-            .map_err(unreachable)?;
-        Self::read(resp).await
+        self.call(reqwest::Method::GET, &path, None).await
     }
-}
 
-impl Api {
     /// The interaction (`GET /api/v1/interactions/{id}`).
     pub async fn interaction(&self, interaction_id: &str) -> Result<Value, Failure> {
-        let url = format!(
-            "{}/api/v1/interactions/{}",
-            self.base,
-            urlencode(interaction_id)
-        );
-        let resp = self
-            .http
-            .get(url)
-            .bearer_auth(&self.key)
-            .send()
-            .await
-            .map_err(unreachable)?;
-        Self::read(resp).await
+        let path = format!("/api/v1/interactions/{}", urlencode(interaction_id));
+        self.call(reqwest::Method::GET, &path, None).await
     }
 
     /// Withdraws a pending question (`POST /api/v1/interactions/{id}/cancel`).
     pub async fn cancel(&self, interaction_id: &str) -> Result<Value, Failure> {
-        let url = format!(
-            "{}/api/v1/interactions/{}/cancel",
-            self.base,
-            urlencode(interaction_id)
-        );
-        let resp = self
-            .http
-            .post(url)
-            .bearer_auth(&self.key)
-            .header("content-type", "application/json")
-            .body("{}")
-            .send()
+        let path = format!("/api/v1/interactions/{}/cancel", urlencode(interaction_id));
+        self.call(reqwest::Method::POST, &path, Some("{}".into()))
             .await
-            .map_err(unreachable)?;
-        Self::read(resp).await
     }
 }
 
