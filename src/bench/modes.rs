@@ -12,7 +12,7 @@ use super::child::Child;
 use super::load;
 use super::receiver::{Receiver, Tracker};
 use super::report::ModeReport;
-use super::server::{Meter, Preload, memory_of, start_server, start_server_with, warm_up};
+use super::server::{Meter, Preload, Server, memory_of, start_server, start_server_with, warm_up};
 
 pub struct Ctx {
     pub dir: PathBuf,
@@ -105,12 +105,8 @@ pub async fn floor(ctx: &Ctx, mode: &'static str, clicks: u64) -> Result<ModeRep
     let pids = [child.pid.to_string()];
     let result = async {
         warm_up(ctx, &targets, &tracker, ctx.warmup_clicks(clicks)).await?;
-        let meter = Meter::start(&pids, ctx);
-        let sent =
-            load::closed_loop(&ctx.client, &targets, &tracker, clicks, ctx.concurrency).await;
-        tracker
-            .wait_matched(sent.accepted, Ctx::delivery_timeout(clicks))
-            .await;
+        let closed = load::closed_loop(&ctx.client, &targets, &tracker, clicks, ctx.concurrency);
+        let (meter, sent) = metered(ctx, &pids, &tracker, clicks, closed).await;
         let mut r = meter.report(mode, ctx, clicks, sent, tracker.snapshot());
         r.concurrency = Some(ctx.concurrency);
         Ok(r)
@@ -139,18 +135,7 @@ pub async fn closed(
             extra = Some(super::extra::add_two(&ctx.client, &server.base, &server.api_key).await?);
         }
         let warm = warm_up(ctx, &server.targets, &tracker, ctx.warmup_clicks(clicks)).await?;
-        let meter = Meter::start(&server.pids, ctx);
-        let sent = load::closed_loop(
-            &ctx.client,
-            &server.targets,
-            &tracker,
-            clicks,
-            ctx.concurrency,
-        )
-        .await;
-        tracker
-            .wait_matched(sent.accepted, Ctx::delivery_timeout(clicks))
-            .await;
+        let (meter, sent) = metered_closed(ctx, &server, &tracker, clicks).await;
         let accepted = warm + sent.accepted;
         let mode = if extra.is_some() {
             "closed_3ep"
@@ -192,11 +177,8 @@ pub async fn open(
     let server = start_server(ctx, "open", instances, &receiver.url, &tracker).await?;
     let result = async {
         warm_up(ctx, &server.targets, &tracker, ctx.warmup_clicks(clicks)).await?;
-        let meter = Meter::start(&server.pids, ctx);
-        let sent = load::open_loop(&ctx.client, &server.targets, &tracker, rate, clicks).await;
-        tracker
-            .wait_matched(sent.accepted, Ctx::delivery_timeout(clicks))
-            .await;
+        let open = load::open_loop(&ctx.client, &server.targets, &tracker, rate, clicks);
+        let (meter, sent) = metered(ctx, &server.pids, &tracker, clicks, open).await;
         let mut r = meter.report("open", ctx, clicks, sent, tracker.snapshot());
         r.preload = server.preloaded.map(|p| p.0);
         r.preload_s = server.preloaded.map(|p| p.1);
@@ -280,18 +262,7 @@ pub async fn held(ctx: &Ctx, clicks: u64) -> Result<ModeReport, String> {
             false,
         )
         .await?;
-        let meter = Meter::start(&server.pids, ctx);
-        let sent = load::closed_loop(
-            &ctx.client,
-            &server.targets,
-            &tracker,
-            clicks,
-            ctx.concurrency,
-        )
-        .await;
-        tracker
-            .wait_matched(sent.accepted, Ctx::delivery_timeout(clicks))
-            .await;
+        let (meter, sent) = metered_closed(ctx, &server, &tracker, clicks).await;
         // The router runs at most every 20 ms: time for the last to be
         // routed and held.
         tokio::time::sleep(Duration::from_secs(2)).await;
@@ -352,11 +323,8 @@ pub async fn purge(ctx: &Ctx, n: u64, rate: f64, duration: Duration) -> Result<M
             eprintln!("bench: purge: the setup outlasted the wait; the pass began before the loop");
         }
         tokio::time::sleep_until(pass_at.into()).await;
-        let meter = Meter::start(&server.pids, ctx);
-        let sent = load::open_loop(&ctx.client, &server.targets, &tracker, rate, clicks).await;
-        tracker
-            .wait_matched(sent.accepted, Ctx::delivery_timeout(clicks))
-            .await;
+        let open = load::open_loop(&ctx.client, &server.targets, &tracker, rate, clicks);
+        let (meter, sent) = metered(ctx, &server.pids, &tracker, clicks, open).await;
         let mut r = meter.report("purge", ctx, clicks, sent, tracker.snapshot());
         r.rate = Some(rate);
         r.preload = Some(n);
@@ -428,6 +396,40 @@ fn strip_ansi(s: &str) -> String {
         }
     }
     out
+}
+
+/// `load` metered, then its deliveries awaited (nothing of it runs before
+/// the meter starts).
+async fn metered(
+    ctx: &Ctx,
+    pids: &[String],
+    tracker: &Tracker,
+    clicks: u64,
+    load: impl std::future::Future<Output = load::Sent>,
+) -> (Meter, load::Sent) {
+    let meter = Meter::start(pids, ctx);
+    let sent = load.await;
+    tracker
+        .wait_matched(sent.accepted, Ctx::delivery_timeout(clicks))
+        .await;
+    (meter, sent)
+}
+
+/// `clicks` clicks in a closed loop on `server`, metered and delivered.
+async fn metered_closed(
+    ctx: &Ctx,
+    server: &Server,
+    tracker: &Arc<Tracker>,
+    clicks: u64,
+) -> (Meter, load::Sent) {
+    let closed = load::closed_loop(
+        &ctx.client,
+        &server.targets,
+        tracker,
+        clicks,
+        ctx.concurrency,
+    );
+    metered(ctx, &server.pids, tracker, clicks, closed).await
 }
 
 #[cfg(test)]
