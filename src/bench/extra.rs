@@ -10,11 +10,12 @@ use std::net::TcpListener;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use actix_web::{App, HttpRequest, HttpResponse, HttpServer, web};
+use actix_web::{HttpRequest, HttpResponse, web};
 use parking_lot::Mutex;
 use serde_json::json;
 
 use super::check::string_field;
+use super::receiver::Receiver;
 
 /// The ids that arrived, and those of them that were `approve` clicks.
 #[derive(Default)]
@@ -47,37 +48,23 @@ async fn hook(req: HttpRequest, body: web::Bytes, seen: web::Data<Arc<Seen>>) ->
 pub struct Counter {
     pub url: String,
     pub seen: Arc<Seen>,
-    handle: actix_web::dev::ServerHandle,
+    receiver: Receiver,
 }
 
 impl Counter {
     pub fn start() -> Result<Self, String> {
         let l = TcpListener::bind("127.0.0.1:0").map_err(|e| e.to_string())?;
-        let port = l.local_addr().map_err(|e| e.to_string())?.port();
         let seen = Arc::new(Seen::default());
-        let s = seen.clone();
-        let server = HttpServer::new(move || {
-            App::new()
-                .app_data(web::Data::new(s.clone()))
-                .default_service(web::to(hook))
-        })
-        .workers(1)
-        .disable_signals()
-        .shutdown_timeout(1)
-        .listen(l)
-        .map_err(|e| e.to_string())?
-        .run();
-        let handle = server.handle();
-        actix_web::rt::spawn(server);
+        let receiver = Receiver::serve(l, seen.clone(), hook)?;
         Ok(Self {
-            url: format!("http://127.0.0.1:{port}/hook"),
+            url: receiver.url.clone(),
             seen,
-            handle,
+            receiver,
         })
     }
 
     pub async fn stop(self) {
-        self.handle.stop(false).await;
+        self.receiver.stop().await;
     }
 }
 

@@ -152,11 +152,22 @@ pub struct Receiver {
 impl Receiver {
     /// Serves on `listener` (one worker thread) until stopped.
     pub fn start(listener: TcpListener, tracker: Arc<Tracker>) -> Result<Self, String> {
+        Self::serve(listener, tracker, hook)
+    }
+
+    /// Serves `hook` with `state` on `listener` (one worker thread) until
+    /// stopped.
+    pub fn serve<T, F, R>(listener: TcpListener, state: Arc<T>, hook: F) -> Result<Self, String>
+    where
+        T: Send + Sync + 'static,
+        F: Fn(HttpRequest, web::Bytes, web::Data<Arc<T>>) -> R + Clone + Send + 'static,
+        R: std::future::Future<Output = HttpResponse> + 'static,
+    {
         let port = listener.local_addr().map_err(|e| e.to_string())?.port();
         let server = HttpServer::new(move || {
             App::new()
-                .app_data(web::Data::new(tracker.clone()))
-                .default_service(web::to(hook))
+                .app_data(web::Data::new(state.clone()))
+                .default_service(web::to(hook.clone()))
         })
         .workers(1)
         .tcp_nodelay(true)

@@ -21,7 +21,7 @@ use crate::domain::endpoints::RateLimit;
 use crate::domain::model::Chatbot;
 use crate::domain::time::now_ms;
 use crate::store::fanout::DefaultSettings;
-use crate::store::{AttemptRecord, Claimed};
+use crate::store::{AttemptRecord, ClaimAsk, Claimed};
 use crate::usecase::Services;
 
 /// Most deliveries in flight at once, across all endpoints.
@@ -244,10 +244,16 @@ impl Dispatcher {
                 let now = now_ms();
                 let lease_until = now + lease.as_millis() as i64;
                 let size = self.claim_size(free);
+                let ask = ClaimAsk {
+                    now_ms: now,
+                    lease_until,
+                    limit: size,
+                    skip,
+                };
                 let claim = if scan {
-                    store.claim_due(now, lease_until, size, skip).await
+                    store.claim_due(ask).await
                 } else {
-                    store.claim_queued(now, lease_until, size, skip).await
+                    store.claim_queued(ask).await
                 };
                 match claim {
                     Ok(claim) if self.stop_claiming.is_cancelled() => {

@@ -26,6 +26,17 @@ pub struct Claimed {
     pub bot: Option<std::sync::Arc<Chatbot>>,
 }
 
+/// What a claim asks for: up to `limit` due deliveries that head their
+/// conversation, none of a chatbot in `skip`, each leased until
+/// `lease_until`.
+#[derive(Debug, Clone)]
+pub struct ClaimAsk {
+    pub now_ms: i64,
+    pub lease_until: i64,
+    pub limit: usize,
+    pub skip: Vec<ChatbotId>,
+}
+
 /// What one claim took, and when it took fewer than asked, when the next
 /// delivery it left falls due (so that the claim loop need not ask).
 #[derive(Debug, Default)]

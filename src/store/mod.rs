@@ -315,16 +315,14 @@ store_role! {
 store_role! {
     /// The delivery queue as the dispatcher works it.
     pub trait Queue {
-        /// Claims up to `limit` due deliveries that head their conversation,
-        /// skipping the chatbots in `skip` and disabled endpoints; each is
-        /// leased until `lease_until`.
-        read fn claim_due(&self, now_ms: i64, lease_until: i64, limit: usize, skip: Vec<ChatbotId>) -> Claim;
+        /// Claims what `ask` asks for, skipping disabled endpoints too.
+        read fn claim_due(&self, ask: ClaimAsk) -> Claim;
         /// Like [`Self::claim_due`], but only what the store queued for this
         /// instance as its events committed (announced by
         /// [`Signals::events_queued`]); the table is not read, and the
         /// next due time is the one the last claim of the table reported.
-        read fn claim_queued(&self, now_ms: i64, lease_until: i64, limit: usize, skip: Vec<ChatbotId>) -> Claim = {
-            self.claim_due(now_ms, lease_until, limit, skip)
+        read fn claim_queued(&self, ask: ClaimAsk) -> Claim = {
+            self.claim_due(ask)
         };
         /// Gives back what is queued for this instance and queues no more (on
         /// shutdown, once the claim loop has stopped).

@@ -286,14 +286,14 @@ impl PostgresStore {
 }
 
 impl Queue for PostgresStore {
-    fn claim_due(
-        &self,
-        now_ms: i64,
-        lease_until: i64,
-        limit: usize,
-        skip: Vec<ChatbotId>,
-    ) -> BoxFut<'_, StoreResult<Claim>> {
+    fn claim_due(&self, ask: ClaimAsk) -> BoxFut<'_, StoreResult<Claim>> {
         Box::pin(async move {
+            let ClaimAsk {
+                now_ms,
+                lease_until,
+                limit,
+                skip,
+            } = ask;
             let mut out = self.take_queued(now_ms, lease_until, limit, &skip).await;
             if out.len() >= limit {
                 return Ok(Claim {
@@ -403,15 +403,11 @@ impl Queue for PostgresStore {
         })
     }
 
-    fn claim_queued(
-        &self,
-        now_ms: i64,
-        lease_until: i64,
-        limit: usize,
-        skip: Vec<ChatbotId>,
-    ) -> BoxFut<'_, StoreResult<Claim>> {
+    fn claim_queued(&self, ask: ClaimAsk) -> BoxFut<'_, StoreResult<Claim>> {
         Box::pin(async move {
-            let claimed = self.take_queued(now_ms, lease_until, limit, &skip).await;
+            let claimed = self
+                .take_queued(ask.now_ms, ask.lease_until, ask.limit, &ask.skip)
+                .await;
             Ok(Claim {
                 claimed,
                 next_due_at: self.queued.due(),

@@ -43,7 +43,7 @@ impl<'a> Cmd<'a> {
 /// What a set of actions reads under its locks.
 #[derive(Default)]
 pub struct Loaded {
-    /// The live messages, by id.
+    /// The live messages, by id (until their last action takes them).
     pub messages: HashMap<String, Message>,
     /// Their conversations, by id.
     pub parties: HashMap<String, Party>,
@@ -90,8 +90,9 @@ pub trait Clicks {
     /// (or not live) is left out.
     async fn load(&mut self, cmds: &[Cmd<'_>]) -> StoreResult<Loaded>;
     /// Writes the accepted actions in order: the interactions they
-    /// answered and the messages they changed (as `loaded` holds them now),
-    /// their events (`events[k]` is `decided[k]`'s) and stream entries.
+    /// answered (as `loaded` holds them now), the messages they changed (as
+    /// the last action on each left it), their events (`events[k]` is
+    /// `decided[k]`'s) and stream entries.
     async fn apply(
         &mut self,
         loaded: &Loaded,
@@ -149,6 +150,9 @@ pub async fn one<C: Clicks>(c: &mut C, cmd: Cmd<'_>) -> StoreResult<Effects> {
 
 /// Decides each action in order on the rows as the ones before it left
 /// them: the accepted ones, with their events, and each refusal in `out`.
+/// A refusal leaves the rows as they were ([`plan`]). A message's last
+/// action takes it out of `loaded` (no copy): what is written of it is
+/// its last accepted action's.
 fn decide(
     loaded: &mut Loaded,
     cmds: &[Cmd<'_>],
@@ -156,7 +160,16 @@ fn decide(
 ) -> (Vec<Decided>, Vec<NewEvent>) {
     let (mut decided, mut events) = (Vec::new(), Vec::new());
     for (k, cmd) in cmds.iter().enumerate() {
-        let Some(msg) = loaded.messages.get_mut(cmd.message_id) else {
+        let again = cmds[k + 1..].iter().any(|c| c.message_id == cmd.message_id);
+        let mut owned = if again {
+            None
+        } else {
+            loaded.messages.remove(cmd.message_id)
+        };
+        let Some(msg) = owned
+            .as_mut()
+            .or_else(|| loaded.messages.get_mut(cmd.message_id))
+        else {
             out[k] = Some(Err(StoreError::NotFound));
             continue;
         };
@@ -178,23 +191,25 @@ fn decide(
             .interactions
             .entry(cmd.message_id.to_string())
             .or_default();
-        // Decided on copies: a refused action leaves the message and its
-        // interactions as they were for the actions after it.
-        let p = match plan(msg.clone(), list.clone(), party, &cmd.act) {
+        let p = match plan(msg, list, party, &cmd.act) {
             Ok(p) => p,
             Err(e) => {
                 out[k] = Some(Err(e));
                 continue;
             }
         };
-        *msg = p.message;
-        *list = p.interactions;
+        let bot = party.bot.clone();
+        // A copy only for a message an action after this one acts on.
+        let copy = again.then(|| msg.clone());
+        let Some(message) = owned.take().or(copy) else {
+            continue; // not reached: the message was found above
+        };
         decided.push(Decided {
             cmd: k,
-            message: msg.clone(),
+            message,
             changed: p.changed,
             answered: p.answered,
-            bot: party.bot.clone(),
+            bot,
             now_ms: cmd.act.by.now_ms,
         });
         events.push(p.event);
@@ -330,9 +345,7 @@ mod tests {
                 return Err(StoreError::Backend("the write failed".into()));
             }
             for (d, e) in decided.iter().zip(&events) {
-                // The message as loaded now is the one the last action left.
-                let m = &loaded.messages[d.message.id.as_str()];
-                assert_eq!(m.blocks.len(), d.message.blocks.len());
+                assert!(loaded.interactions.contains_key(d.message.id.as_str()));
                 self.applied.push((d.cmd, e.id.to_string(), d.changed));
             }
             Ok(decided.iter().map(|_| Applied::default()).collect())

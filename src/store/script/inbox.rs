@@ -38,10 +38,6 @@ impl<'a> Act<'a> {
 /// ([`clicks::run`], step by step through [`Tx`] or with a PostgreSQL
 /// batch's other clicks in one statement per step).
 pub struct Plan {
-    /// The message as the action leaves it.
-    pub message: Message,
-    /// Its interactions as the action leaves them.
-    pub interactions: Vec<Interaction>,
     /// Whether the message changed (its blocks turned off): it is saved,
     /// with a `message.updated` stream entry.
     pub changed: bool,
@@ -53,10 +49,12 @@ pub struct Plan {
 
 /// Decides an action on a message, its interactions (pending and asked
 /// ones, or all of them when the action's block is gone) and its
-/// conversation, as loaded. No I/O: a refusal writes nothing.
+/// conversation, as loaded, and leaves the message and the interactions as
+/// the action leaves them. No I/O. A refusal leaves them as they were: the
+/// domain refuses before its first change (`domain::inbox::decide`).
 pub fn plan(
-    mut msg: Message,
-    mut interactions: Vec<Interaction>,
+    msg: &mut Message,
+    interactions: &mut [Interaction],
     party: &Party,
     act: &Act<'_>,
 ) -> StoreResult<Plan> {
@@ -75,7 +73,7 @@ pub fn plan(
         require_one_checked: false,
         answer: act.answer,
     };
-    let d = inbox::decide(&mut interactions, &mut msg, act.action, ctx)?;
+    let d = inbox::decide(interactions, msg, act.action, ctx)?;
     let event = NewEvent {
         id: by.event_id.clone(),
         chatbot_id: party.chatbot_id.clone(),
@@ -86,8 +84,6 @@ pub fn plan(
         trace: by.trace.clone(),
     };
     Ok(Plan {
-        message: msg,
-        interactions,
         changed: d.changed,
         answered: d.answered,
         event,
@@ -272,9 +268,15 @@ pub(crate) mod tests {
 
     #[test]
     fn an_accepted_click_plans_its_event_for_the_party_and_the_message_it_changed() {
-        let (msg, yes) = (message(true), click("yes"));
-        let list = interactions(&msg);
-        let p = plan(msg, list, &party(false), &act(&yes, &acting("evt_1"))).unwrap();
+        let (mut msg, yes) = (message(true), click("yes"));
+        let mut list = interactions(&msg);
+        let p = plan(
+            &mut msg,
+            &mut list,
+            &party(false),
+            &act(&yes, &acting("evt_1")),
+        )
+        .unwrap();
         assert_eq!(p.event.id, "evt_1");
         assert_eq!(p.event.chatbot_id, "bot_1");
         assert_eq!(p.event.conversation_id, "conv_1");
@@ -284,35 +286,75 @@ pub(crate) mod tests {
         let body: Value = serde_json::from_slice(&p.event.payload).unwrap();
         assert_eq!(body["action_id"], "yes");
         assert!(p.changed, "a disable_on_click group turns off");
+        let b1 = msg.blocks.iter().find(|b| b.block_id() == "b1").unwrap();
+        assert!(b1.state().disabled, "the message as the click left it");
         let answered = p.answered.expect("the group's interaction is answered");
         assert_eq!(answered.status, InteractionStatus::Answered);
         assert!(
-            p.interactions
-                .iter()
+            list.iter()
                 .any(|i| i.id == answered.id && i.status == InteractionStatus::Answered)
         );
     }
 
+    /// What a message and its interactions are, to compare.
+    fn state(msg: &Message, list: &[Interaction]) -> String {
+        let l: Vec<Value> = list.iter().map(|i| i.to_json(T0)).collect();
+        format!("{}{:?}", serde_json::to_string(msg).unwrap(), l)
+    }
+
     #[test]
-    fn the_plan_of_the_first_click_refuses_the_second_on_what_it_left() {
-        let msg = message(true);
+    fn the_plan_of_the_first_click_refuses_the_second_and_leaves_what_it_left() {
+        let mut msg = message(true);
         let (yes, no) = (click("yes"), click("no"));
-        let list = interactions(&msg);
-        let first = plan(msg, list, &party(false), &act(&yes, &acting("evt_1"))).unwrap();
+        let mut list = interactions(&msg);
+        plan(
+            &mut msg,
+            &mut list,
+            &party(false),
+            &act(&yes, &acting("evt_1")),
+        )
+        .unwrap();
+        let after_first = state(&msg, &list);
         let second = plan(
-            first.message,
-            first.interactions,
+            &mut msg,
+            &mut list,
             &party(false),
             &act(&no, &acting("evt_2")),
         );
         assert!(matches!(second, Err(StoreError::Rejected(_))));
+        assert_eq!(state(&msg, &list), after_first, "a refusal changes nothing");
     }
 
     #[test]
-    fn a_taken_over_conversation_plans_nothing() {
-        let (msg, yes) = (message(true), click("yes"));
-        let list = interactions(&msg);
-        let r = plan(msg, list, &party(true), &act(&yes, &acting("evt_1")));
-        assert!(matches!(r, Err(StoreError::Rejected(_))));
+    fn a_refused_action_leaves_the_message_and_interactions_as_they_were() {
+        // Refused for each reason a click can be: taken over, a block that
+        // is not there, a submit to a button group, a link button's id.
+        let missing = Action::Click {
+            block_id: "nope".into(),
+            action_id: "yes".into(),
+            comment: None,
+        };
+        let wrong_kind = Action::Submit {
+            form_id: "b1".into(),
+            values: Default::default(),
+        };
+        for (taken, action) in [
+            (true, click("yes")),
+            (false, missing),
+            (false, wrong_kind),
+            (false, click("unknown")),
+        ] {
+            let mut msg = message(true);
+            let mut list = interactions(&msg);
+            let before = state(&msg, &list);
+            let r = plan(
+                &mut msg,
+                &mut list,
+                &party(taken),
+                &act(&action, &acting("evt_1")),
+            );
+            assert!(r.is_err(), "{action:?} is refused");
+            assert_eq!(state(&msg, &list), before, "{action:?} changed nothing");
+        }
     }
 }

@@ -180,16 +180,16 @@ impl SqliteStore {
 }
 
 impl Queue for SqliteStore {
-    fn claim_due(
-        &self,
-        now_ms: i64,
-        lease_until: i64,
-        limit: usize,
-        skip: Vec<ChatbotId>,
-    ) -> BoxFut<'_, StoreResult<Claim>> {
+    fn claim_due(&self, ask: ClaimAsk) -> BoxFut<'_, StoreResult<Claim>> {
         // Nothing is taken before the future runs: a claim turned away
         // unpolled (an open circuit) leaves the queue as it was.
         Box::pin(async move {
+            let ClaimAsk {
+                now_ms,
+                lease_until,
+                limit,
+                skip,
+            } = ask;
             let (mut claimed, next) = self.take_due(now_ms, lease_until, limit, &skip)?;
             claimed.sort_by_key(|r| r.seq);
             let taken = Taken::new(&self.claims, claimed);
@@ -451,6 +451,15 @@ mod tests {
         (dir, store)
     }
 
+    fn ask(lease_until: i64) -> ClaimAsk {
+        ClaimAsk {
+            now_ms: 10,
+            lease_until,
+            limit: 16,
+            skip: vec![],
+        }
+    }
+
     /// A claim turned away before it ran (an open circuit drops it
     /// unpolled) takes nothing: the next claim gets the event at once, not
     /// after a lease nobody holds has run out.
@@ -458,8 +467,8 @@ mod tests {
     async fn a_claim_dropped_unpolled_leaves_the_queue_as_it_was() {
         let (_dir, store) = store_with_one_event().await;
         let far = i64::MAX / 4;
-        drop(store.claim_due(10, far, 16, vec![]));
-        let claim = store.claim_due(10, far, 16, vec![]).await.expect("claim");
+        drop(store.claim_due(ask(far)));
+        let claim = store.claim_due(ask(far)).await.expect("claim");
         let ids: Vec<_> = claim.claimed.iter().map(|c| c.event_id.as_str()).collect();
         assert_eq!(ids, ["evt_1"]);
     }
@@ -470,14 +479,14 @@ mod tests {
     async fn a_claim_dropped_on_the_way_gives_its_deliveries_back() {
         let (_dir, store) = store_with_one_event().await;
         let far = i64::MAX / 4;
-        let mut claim = store.claim_due(10, far, 16, vec![]);
+        let mut claim = store.claim_due(ask(far));
         // One poll takes the event and sends the lease to the writer
         // thread, which cannot have answered yet.
         let first =
             std::future::poll_fn(|cx| std::task::Poll::Ready(claim.as_mut().poll(cx))).await;
         assert!(first.is_pending(), "the lease is written by another thread");
         drop(claim);
-        let got = store.claim_due(10, far, 16, vec![]).await.expect("claim");
+        let got = store.claim_due(ask(far)).await.expect("claim");
         let ids: Vec<_> = got.claimed.iter().map(|c| c.event_id.as_str()).collect();
         assert_eq!(ids, ["evt_1"]);
     }

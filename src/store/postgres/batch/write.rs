@@ -8,6 +8,7 @@ use sqlx::{Postgres, Row};
 
 use super::super::message_json;
 use super::super::queued::Lease;
+use crate::domain::model::Message;
 use crate::store::script::clicks::{Decided, Loaded};
 use crate::store::{NewEvent, StoreResult};
 
@@ -75,17 +76,23 @@ impl<'a> Write<'a> {
                 specs.push(serde_json::to_string(&i.spec).unwrap_or_default());
             }
         }
+        // Each changed message once, as its last accepted click left it
+        // (a click after it that changed nothing left it so too).
         let changed: HashSet<&str> = decided
             .iter()
             .filter(|d| d.changed)
             .map(|d| d.message.id.as_str())
             .collect();
-        let (mut m_ids, mut m_docs) = (Vec::new(), Vec::new());
-        for (id, m) in loaded.messages.iter() {
-            if changed.contains(id.as_str()) {
-                m_ids.push(id.as_str());
-                m_docs.push(message_json(m));
+        let mut last: HashMap<&str, &Message> = HashMap::new();
+        for d in decided {
+            if changed.contains(d.message.id.as_str()) {
+                last.insert(d.message.id.as_str(), &d.message);
             }
+        }
+        let (mut m_ids, mut m_docs) = (Vec::new(), Vec::new());
+        for (id, m) in last {
+            m_ids.push(id);
+            m_docs.push(message_json(m));
         }
         let n = decided.len();
         let mut w = Self {
