@@ -23,10 +23,9 @@ pub struct Base<'a> {
     pub response_url: &'a str,
 }
 
-/// An event about a message: what every one shares, around its own keys
-/// (`body`, flattened in place: the keys stand in this order).
+/// The keys every event starts with.
 #[derive(Serialize)]
-struct Envelope<'a, B> {
+struct Head<'a> {
     api_version: &'a str,
     block_kit_version: &'a str,
     event: &'a str,
@@ -34,6 +33,27 @@ struct Envelope<'a, B> {
     kind: &'a str,
     event_id: &'a str,
     chatbot_id: &'a str,
+}
+
+impl<'a> Head<'a> {
+    fn new(kind: &'a str, event_id: &'a str, chatbot_id: &'a str) -> Self {
+        Self {
+            api_version: API_VERSION,
+            block_kit_version: BLOCK_KIT_VERSION,
+            event: kind,
+            kind,
+            event_id,
+            chatbot_id,
+        }
+    }
+}
+
+/// An event about a message: what every one shares, around its own keys
+/// (`head` and `body` flattened in place: the keys stand in this order).
+#[derive(Serialize)]
+struct Envelope<'a, B> {
+    #[serde(flatten)]
+    head: Head<'a>,
     conversation_id: &'a str,
     message_id: &'a str,
     #[serde(flatten)]
@@ -45,12 +65,7 @@ struct Envelope<'a, B> {
 /// `kind`'s event about `b` with `body`'s keys, as bytes.
 fn envelope<B: Serialize>(b: &Base<'_>, kind: &str, body: B) -> Vec<u8> {
     let e = Envelope {
-        api_version: API_VERSION,
-        block_kit_version: BLOCK_KIT_VERSION,
-        event: kind,
-        kind,
-        event_id: b.event_id,
-        chatbot_id: b.chatbot_id,
+        head: Head::new(kind, b.event_id, b.chatbot_id),
         conversation_id: b.conversation_id,
         message_id: b.message_id,
         body,
@@ -151,13 +166,8 @@ pub fn message_received(b: &Base<'_>, text: &str, received_at: &str) -> Vec<u8> 
 
 #[derive(Serialize)]
 struct WebhookTest<'a> {
-    api_version: &'a str,
-    block_kit_version: &'a str,
-    event: &'a str,
-    #[serde(rename = "type")]
-    kind: &'a str,
-    event_id: &'a str,
-    chatbot_id: &'a str,
+    #[serde(flatten)]
+    head: Head<'a>,
     sent_at: &'a str,
     delivery_attempt: u32,
 }
@@ -165,12 +175,7 @@ struct WebhookTest<'a> {
 /// A `webhook.test` event: about no conversation, to check an endpoint.
 pub fn webhook_test(event_id: &str, chatbot_id: &str, sent_at: &str) -> Vec<u8> {
     let e = WebhookTest {
-        api_version: API_VERSION,
-        block_kit_version: BLOCK_KIT_VERSION,
-        event: WEBHOOK_TEST,
-        kind: WEBHOOK_TEST,
-        event_id,
-        chatbot_id,
+        head: Head::new(WEBHOOK_TEST, event_id, chatbot_id),
         sent_at,
         delivery_attempt: 1,
     };
@@ -201,22 +206,13 @@ mod tests {
         }
     }
 
-    const HEAD: [&str; 8] = [
-        "api_version",
-        "block_kit_version",
-        "event",
-        "type",
-        "event_id",
-        "chatbot_id",
-        "conversation_id",
-        "message_id",
-    ];
-
+    /// The keys of `own` between those every event about a message has.
     fn expect(own: &[&str]) -> Vec<String> {
-        HEAD.iter()
-            .chain(own)
-            .chain(&["response_url", "delivery_attempt"])
-            .map(|k| k.to_string())
+        let head = "api_version block_kit_version event type event_id chatbot_id conversation_id message_id";
+        head.split(' ')
+            .chain(own.iter().copied())
+            .chain(["response_url", "delivery_attempt"])
+            .map(str::to_string)
             .collect()
     }
 
@@ -272,5 +268,10 @@ mod tests {
 
         let received = message_received(&b, "hello", "t");
         assert_eq!(keys(&received), expect(&["user", "text", "received_at"]));
+
+        let test = webhook_test("evt_2", "bot_1", "t");
+        let head = &expect(&[])[..6];
+        assert_eq!(keys(&test)[..6], *head);
+        assert_eq!(keys(&test)[6..], ["sent_at", "delivery_attempt"]);
     }
 }

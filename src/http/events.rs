@@ -71,7 +71,7 @@ pub(super) fn attempt_json(chatbot_id: &str, a: &AttemptRow) -> Value {
         .and_then(|h| serde_json::from_str::<Value>(h).ok());
     let endpoint_id = match &a.endpoint_id {
         Some(id) => id.clone(),
-        None => default_endpoint_id(chatbot_id).into_string(),
+        None => default_endpoint_id(chatbot_id),
     };
     json!({
         "endpoint_id": endpoint_id,
@@ -175,7 +175,7 @@ async fn get_event(
         .iter()
         .map(|x| {
             json!({
-                "endpoint_id": x.endpoint_id.clone().unwrap_or_else(|| default_endpoint_id(bid).into_string()),
+                "endpoint_id": x.endpoint_id.clone().unwrap_or_else(|| default_endpoint_id(bid)),
                 "status": x.status.as_str(),
                 "attempts": x.attempts,
             })

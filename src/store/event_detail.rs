@@ -2,6 +2,7 @@
 //! names an endpoint, its filters, an event's summary and attempts, one
 //! delivery, and an event with all of its.
 
+use crate::domain::ids::{EndpointId, EventId};
 use crate::domain::status::EventStatus;
 
 /// Which deliveries a bulk redelivery takes: those in `status` (`dead` or
@@ -27,7 +28,7 @@ pub enum EndpointSel {
 /// An event as the deliveries log lists it.
 #[derive(Debug, Clone)]
 pub struct EventSummary {
-    pub event_id: String,
+    pub event_id: EventId,
     pub event_type: String,
     pub created_at: i64,
     pub status: EventStatus,
@@ -39,7 +40,7 @@ pub struct EventSummary {
 #[derive(Debug, Clone)]
 pub struct AttemptRow {
     /// The endpoint it went to; `None`: the chatbot's default endpoint.
-    pub endpoint_id: Option<String>,
+    pub endpoint_id: Option<EndpointId>,
     pub number: u32,
     pub at: i64,
     pub status_code: Option<u16>,
@@ -66,7 +67,7 @@ pub struct EventFilter {
 #[derive(Debug, Clone)]
 pub struct DeliveryRow {
     /// `None`: the chatbot's default endpoint.
-    pub endpoint_id: Option<String>,
+    pub endpoint_id: Option<EndpointId>,
     pub status: EventStatus,
     pub attempts: u32,
     pub next_attempt_at: Option<i64>,
@@ -172,7 +173,7 @@ mod tests {
 
     fn summary(status: EventStatus, attempts: u32, next: Option<i64>) -> EventSummary {
         EventSummary {
-            event_id: "evt_1".into(),
+            event_id: EventId::stored("evt_1"),
             event_type: "interaction.button_clicked".into(),
             created_at: 0,
             status,
@@ -184,7 +185,7 @@ mod tests {
 
     fn delivery(id: &str, status: EventStatus, attempts: u32, next: Option<i64>) -> DeliveryRow {
         DeliveryRow {
-            endpoint_id: Some(id.into()),
+            endpoint_id: Some(EndpointId::stored(id)),
             status,
             attempts,
             next_attempt_at: next,

@@ -62,7 +62,7 @@ impl<S: Store> Store for Guarded<S> {
     fn shared(&self) -> bool {
         self.inner.shared()
     }
-    fn probe(&self) -> BoxFut<'_, StoreResult<()>> {
+    fn probe(&self) -> StoreFut<'_, ()> {
         self.inner.probe()
     }
 }

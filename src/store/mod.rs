@@ -41,6 +41,8 @@ pub use endpoints::Endpoints;
 pub use signals::{ApiEvent, Signals};
 
 pub type BoxFut<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+/// What every store method returns: a future of its result.
+pub type StoreFut<'a, T> = BoxFut<'a, StoreResult<T>>;
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -147,6 +149,15 @@ pub struct StreamEvent {
     pub data: String,
 }
 
+/// A message to store, with the event it raises (a visitor's message) and
+/// the interactions its blocks open (a bot's, or a question asked).
+#[derive(Debug, Clone)]
+pub struct Posting {
+    pub message: Message,
+    pub event: Option<NewEvent>,
+    pub interactions: Vec<NewInteraction>,
+}
+
 /// Who acts, and the event an accepted action becomes: minted outside the
 /// transaction (nothing stored yet).
 #[derive(Debug, Clone)]
@@ -238,7 +249,7 @@ pub trait Store:
     }
     /// Whether the store takes a write now: what the circuit around it
     /// asks before it lets requests through again (see [`circuit`]).
-    fn probe(&self) -> BoxFut<'_, StoreResult<()>> {
+    fn probe(&self) -> StoreFut<'_, ()> {
         Box::pin(async move { self.queue_stats().await.map(|_| ()) })
     }
 }
@@ -276,7 +287,7 @@ store_role! {
         /// transaction, with its `message.created` stream entry.
         /// With `interactions`, also records them; an `ask` interaction while
         /// another ask of the conversation is pending is a 409 `dialog_pending`.
-        write fn insert_message(&self, msg: Message, event: Option<NewEvent>, interactions: Vec<NewInteraction>) -> ();
+        write fn insert_message(&self, p: Posting) -> ();
         read fn get_message(&self, id: &str) -> Message;
         /// Stores an ask's attachment (before its message; deleted with its
         /// conversation).

@@ -9,7 +9,7 @@ use sqlx::postgres::{PgPool, PgRow};
 use sqlx::{ConnectOptions, Postgres, Row, Transaction};
 
 use super::*;
-use crate::domain::inbox::{Interaction, NewInteraction};
+use crate::domain::inbox::Interaction;
 use crate::domain::origins::AllowedOrigins;
 use crate::store::{ApiEvent, Signals};
 
@@ -240,7 +240,7 @@ impl Store for PostgresStore {
         true
     }
     /// A round trip on a connection of the pool.
-    fn probe(&self) -> BoxFut<'_, StoreResult<()>> {
+    fn probe(&self) -> StoreFut<'_, ()> {
         Box::pin(async move {
             sqlx::query("SELECT 1").execute(&self.pool).await?;
             Ok(())

@@ -4,7 +4,7 @@
 //! decides how the circuit bounds and counts it: `read` (a request's
 //! read), `write` (a request's write) or `bg` (bookkeeping that retries by
 //! itself). A method's result is written bare (`-> Chatbot` stands for
-//! `-> BoxFut<'_, StoreResult<Chatbot>>`); a default body, when there is
+//! `-> StoreFut<'_, Chatbot>`); a default body, when there is
 //! one, follows `=`.
 //!
 //! ```text

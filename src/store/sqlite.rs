@@ -13,7 +13,7 @@ use rusqlite::{Connection, OptionalExtension, params};
 use tokio::sync::oneshot;
 
 use super::*;
-use crate::domain::inbox::{Interaction, NewInteraction};
+use crate::domain::inbox::Interaction;
 use crate::domain::origins::AllowedOrigins;
 use crate::store::Signals;
 
@@ -196,7 +196,7 @@ impl SqliteStore {
 impl Store for SqliteStore {
     /// A durable write through the writer (reads keep working on a full
     /// disk; a write is what fails there).
-    fn probe(&self) -> BoxFut<'_, StoreResult<()>> {
+    fn probe(&self) -> StoreFut<'_, ()> {
         Box::pin(self.write(|c| {
             c.prepare_cached("INSERT OR REPLACE INTO meta (key, value) VALUES ('probe', ?1)")?
                 .execute([crate::domain::time::now_ms().to_string()])?;

@@ -4,6 +4,7 @@
 //! withdrawing it, and cancelling one nobody waits on any more.
 
 use crate::domain::ids::{ChatbotId, InteractionId};
+use crate::store::Posting;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -42,7 +43,12 @@ pub async fn post(
     interaction: NewInteraction,
     attachment: Option<&str>,
 ) -> AppResult<()> {
-    let r = st.store.insert_message(msg, None, vec![interaction]).await;
+    let posting = Posting {
+        message: msg,
+        event: None,
+        interactions: vec![interaction],
+    };
+    let r = st.store.insert_message(posting).await;
     if let (Err(_), Some(id)) = (&r, attachment) {
         let _ = st.store.delete_attachment(id).await;
     }

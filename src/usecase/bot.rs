@@ -7,6 +7,7 @@ use super::content::{Content, new_message};
 use super::error::{AppError, AppResult};
 use crate::domain::ids::{ChatbotId, ConversationId};
 use crate::domain::model::{Author, Conversation, Message, Person};
+use crate::store::Posting;
 
 /// The conversation, if it belongs to the chatbot (`NotFound` otherwise).
 pub async fn conversation(
@@ -33,7 +34,11 @@ pub async fn post_message(
     let expires = msg.created_ms + st.settings.interactive_window.as_millis() as i64;
     let interactions = crate::domain::inbox::from_message(&msg, chatbot_id, Some(expires));
     st.store
-        .insert_message(msg.clone(), None, interactions)
+        .insert_message(Posting {
+            message: msg.clone(),
+            event: None,
+            interactions,
+        })
         .await?;
     super::typing::stop_typing_if_shown(st, &conv.id).await;
     Ok(msg)

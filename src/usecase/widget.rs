@@ -11,7 +11,7 @@ use crate::domain::ids::{EventId, MessageId};
 use crate::domain::interact::Action;
 use crate::domain::model::{Author, Conversation, Message};
 use crate::domain::time::rfc3339;
-use crate::store::{InteractRequest, Interacted, NewEvent};
+use crate::store::{InteractRequest, Interacted, NewEvent, Posting};
 
 /// The visitor's message, stored with its `message.received` event.
 pub async fn post_message(
@@ -57,7 +57,11 @@ pub async fn post_message(
         trace,
     };
     st.store
-        .insert_message(msg.clone(), Some(event), Vec::new())
+        .insert_message(Posting {
+            message: msg.clone(),
+            event: Some(event),
+            interactions: Vec::new(),
+        })
         .await?;
     crate::telemetry::metrics::event_accepted(events::MESSAGE_RECEIVED);
     Ok(msg)

@@ -3,7 +3,7 @@
 use super::*;
 
 impl Accounts for PostgresStore {
-    fn meta_get_or_init(&self, key: &str, init: String) -> BoxFut<'_, StoreResult<String>> {
+    fn meta_get_or_init(&self, key: &str, init: String) -> StoreFut<'_, String> {
         let key = key.to_string();
         Box::pin(async move {
             sqlx::query(
@@ -21,7 +21,7 @@ impl Accounts for PostgresStore {
         })
     }
 
-    fn create_chatbot(&self, b: Chatbot, api_key_hash: String) -> BoxFut<'_, StoreResult<()>> {
+    fn create_chatbot(&self, b: Chatbot, api_key_hash: String) -> StoreFut<'_, ()> {
         Box::pin(async move {
             sqlx::query(
                 "INSERT INTO chatbots (id, name, webhook_url, retention_ms, api_key_hash, signing_secret, member_id, created_at, allowed_origins)
@@ -42,7 +42,7 @@ impl Accounts for PostgresStore {
         })
     }
 
-    fn get_chatbot(&self, id: &str) -> BoxFut<'_, StoreResult<Chatbot>> {
+    fn get_chatbot(&self, id: &str) -> StoreFut<'_, Chatbot> {
         let id = id.to_string();
         Box::pin(async move {
             let q = format!("SELECT {CHATBOT_COLS} FROM chatbots WHERE id = $1");
@@ -53,7 +53,7 @@ impl Accounts for PostgresStore {
         })
     }
 
-    fn chatbot_by_key(&self, api_key_hash: &str) -> BoxFut<'_, StoreResult<Chatbot>> {
+    fn chatbot_by_key(&self, api_key_hash: &str) -> StoreFut<'_, Chatbot> {
         let h = api_key_hash.to_string();
         Box::pin(async move {
             let q = format!("SELECT {CHATBOT_COLS} FROM chatbots WHERE api_key_hash = $1");
@@ -64,7 +64,7 @@ impl Accounts for PostgresStore {
         })
     }
 
-    fn update_chatbot(&self, b: Chatbot) -> BoxFut<'_, StoreResult<()>> {
+    fn update_chatbot(&self, b: Chatbot) -> StoreFut<'_, ()> {
         Box::pin(async move {
             let (prev, until) = match &b.previous_secret {
                 Some((s, u)) => (Some(s.clone()), Some(*u)),
@@ -113,11 +113,7 @@ impl Accounts for PostgresStore {
         })
     }
 
-    fn create_conversation(
-        &self,
-        conv: Conversation,
-        token_hash: String,
-    ) -> BoxFut<'_, StoreResult<()>> {
+    fn create_conversation(&self, conv: Conversation, token_hash: String) -> StoreFut<'_, ()> {
         Box::pin(async move {
             sqlx::query(
                 "INSERT INTO conversations (id, chatbot_id, visitor_id, visitor_name, token_hash, created_at)
@@ -135,7 +131,7 @@ impl Accounts for PostgresStore {
         })
     }
 
-    fn get_conversation(&self, id: &str) -> BoxFut<'_, StoreResult<Conversation>> {
+    fn get_conversation(&self, id: &str) -> StoreFut<'_, Conversation> {
         let id = id.to_string();
         Box::pin(async move {
             let q = format!("SELECT {CONV_COLS} FROM conversations WHERE id = $1");
@@ -149,7 +145,7 @@ impl Accounts for PostgresStore {
     fn conversation_by_token(
         &self,
         token_hash: &str,
-    ) -> BoxFut<'_, StoreResult<(Conversation, AllowedOrigins)>> {
+    ) -> StoreFut<'_, (Conversation, AllowedOrigins)> {
         let h = token_hash.to_string();
         let cached = self.visitors.get(token_hash);
         Box::pin(async move {
@@ -175,11 +171,7 @@ impl Accounts for PostgresStore {
         })
     }
 
-    fn list_chatbots(
-        &self,
-        limit: usize,
-        cursor: Option<String>,
-    ) -> BoxFut<'_, StoreResult<Page<Chatbot>>> {
+    fn list_chatbots(&self, limit: usize, cursor: Option<String>) -> StoreFut<'_, Page<Chatbot>> {
         Box::pin(dashboard::list_chatbots(self, limit, cursor))
     }
 
@@ -189,7 +181,7 @@ impl Accounts for PostgresStore {
         limit: usize,
         cursor: Option<String>,
         now_ms: i64,
-    ) -> BoxFut<'_, StoreResult<Page<crate::store::ConversationSummary>>> {
+    ) -> StoreFut<'_, Page<crate::store::ConversationSummary>> {
         let chatbot_id = chatbot_id.to_string();
         Box::pin(async move {
             let rows = sqlx::query(

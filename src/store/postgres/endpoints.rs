@@ -77,7 +77,7 @@ impl PostgresStore {
 }
 
 impl Endpoints for PostgresStore {
-    fn endpoints_of(&self, chatbot_id: &str) -> BoxFut<'_, StoreResult<Vec<Endpoint>>> {
+    fn endpoints_of(&self, chatbot_id: &str) -> StoreFut<'_, Vec<Endpoint>> {
         let chatbot_id = chatbot_id.to_string();
         Box::pin(async move {
             let q = format!("SELECT {CHATBOT_COLS} FROM chatbots WHERE id = $1");
@@ -99,7 +99,7 @@ impl Endpoints for PostgresStore {
         })
     }
 
-    fn create_endpoint(&self, ep: Endpoint) -> BoxFut<'_, StoreResult<()>> {
+    fn create_endpoint(&self, ep: Endpoint) -> StoreFut<'_, ()> {
         let row = StoredEndpoint::of(&ep);
         Box::pin(async move {
             let mut tx = self.pool.begin().await?;
@@ -109,7 +109,7 @@ impl Endpoints for PostgresStore {
         })
     }
 
-    fn update_endpoint(&self, ep: Endpoint) -> BoxFut<'_, StoreResult<()>> {
+    fn update_endpoint(&self, ep: Endpoint) -> StoreFut<'_, ()> {
         let row = StoredEndpoint::of(&ep);
         Box::pin(async move {
             let mut tx = self.pool.begin().await?;
@@ -143,7 +143,7 @@ impl Endpoints for PostgresStore {
         })
     }
 
-    fn delete_endpoint(&self, chatbot_id: &str, id: &str) -> BoxFut<'_, StoreResult<()>> {
+    fn delete_endpoint(&self, chatbot_id: &str, id: &str) -> StoreFut<'_, ()> {
         let (chatbot_id, id) = (chatbot_id.to_string(), id.to_string());
         Box::pin(async move {
             let mut tx = self.pool.begin().await?;
@@ -170,7 +170,7 @@ impl Endpoints for PostgresStore {
         id: &str,
         secret: String,
         previous_until: i64,
-    ) -> BoxFut<'_, StoreResult<()>> {
+    ) -> StoreFut<'_, ()> {
         let (chatbot_id, id) = (chatbot_id.to_string(), id.to_string());
         Box::pin(async move {
             let q = if id == default_endpoint_id(&chatbot_id) {

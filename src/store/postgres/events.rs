@@ -11,7 +11,7 @@ impl Deliveries for PostgresStore {
         filter: EventFilter,
         limit: usize,
         cursor: Option<i64>,
-    ) -> BoxFut<'_, StoreResult<Page<EventSummary>>> {
+    ) -> StoreFut<'_, Page<EventSummary>> {
         let bid = chatbot_id.to_string();
         Box::pin(async move {
             let sql = list_events_sql(filter.endpoint.as_ref(), true);
@@ -34,7 +34,7 @@ impl Deliveries for PostgresStore {
         })
     }
 
-    fn get_event(&self, chatbot_id: &str, event_id: &str) -> BoxFut<'_, StoreResult<EventDetail>> {
+    fn get_event(&self, chatbot_id: &str, event_id: &str) -> StoreFut<'_, EventDetail> {
         let (bid, eid) = (chatbot_id.to_string(), event_id.to_string());
         Box::pin(async move {
             // One snapshot: the deliveries' states and their attempts are
@@ -109,7 +109,7 @@ impl Deliveries for PostgresStore {
         event_id: &str,
         endpoint: Option<EndpointSel>,
         now_ms: i64,
-    ) -> BoxFut<'_, StoreResult<()>> {
+    ) -> StoreFut<'_, ()> {
         let (bid, eid) = (chatbot_id.to_string(), event_id.to_string());
         Box::pin(async move {
             let mut tx = self.pool.begin().await?;
@@ -180,7 +180,7 @@ impl Deliveries for PostgresStore {
             Ok(())
         })
     }
-    fn enqueue_event(&self, event: NewEvent) -> BoxFut<'_, StoreResult<()>> {
+    fn enqueue_event(&self, event: NewEvent) -> StoreFut<'_, ()> {
         Box::pin(async move {
             // An event of its own lane (`webhook.test`): no conversation row
             // to lock, and it heads its lane at once.
@@ -201,7 +201,7 @@ impl Deliveries for PostgresStore {
         chatbot_id: &str,
         which: RedeliverAll,
         now_ms: i64,
-    ) -> BoxFut<'_, StoreResult<u64>> {
+    ) -> StoreFut<'_, u64> {
         Box::pin(dashboard::redeliver_all(
             self,
             chatbot_id.to_string(),
@@ -210,7 +210,7 @@ impl Deliveries for PostgresStore {
         ))
     }
 
-    fn enqueue_event_to(&self, event: NewEvent, endpoint_id: &str) -> BoxFut<'_, StoreResult<()>> {
+    fn enqueue_event_to(&self, event: NewEvent, endpoint_id: &str) -> StoreFut<'_, ()> {
         let endpoint_id = endpoint_id.to_string();
         Box::pin(async move {
             let mut tx = self.pool.begin().await?;

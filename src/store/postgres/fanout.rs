@@ -35,7 +35,7 @@ fn claimed_row(r: &PgRow) -> Result<ClaimedDelivery, sqlx::Error> {
 }
 
 impl Fanout for PostgresStore {
-    fn unrouted(&self, limit: usize) -> BoxFut<'_, StoreResult<Vec<Unrouted>>> {
+    fn unrouted(&self, limit: usize) -> StoreFut<'_, Vec<Unrouted>> {
         Box::pin(async move {
             let rows = sqlx::query(
                 "SELECT seq, id, chatbot_id, conversation_id, type, payload, created_at
@@ -61,10 +61,7 @@ impl Fanout for PostgresStore {
         })
     }
 
-    fn routes_of(
-        &self,
-        chatbot_ids: Vec<ChatbotId>,
-    ) -> BoxFut<'_, StoreResult<Vec<EndpointRoute>>> {
+    fn routes_of(&self, chatbot_ids: Vec<ChatbotId>) -> StoreFut<'_, Vec<EndpointRoute>> {
         Box::pin(async move {
             let rows = sqlx::query(
                 "SELECT id, chatbot_id, created_at, event_types, filter FROM endpoints
@@ -89,10 +86,7 @@ impl Fanout for PostgresStore {
         })
     }
 
-    fn default_settings(
-        &self,
-        chatbot_id: &str,
-    ) -> BoxFut<'_, StoreResult<Option<DefaultSettings>>> {
+    fn default_settings(&self, chatbot_id: &str) -> StoreFut<'_, Option<DefaultSettings>> {
         let chatbot_id = chatbot_id.to_string();
         Box::pin(async move {
             let row = sqlx::query(
@@ -122,7 +116,7 @@ impl Fanout for PostgresStore {
         })
     }
 
-    fn route(&self, deliveries: Vec<NewDelivery>, routed: Vec<i64>) -> BoxFut<'_, StoreResult<()>> {
+    fn route(&self, deliveries: Vec<NewDelivery>, routed: Vec<i64>) -> StoreFut<'_, ()> {
         Box::pin(async move {
             let any = !deliveries.is_empty();
             let mut tx = self.pool.begin().await?;
@@ -186,7 +180,7 @@ impl Fanout for PostgresStore {
         lease_until: i64,
         limit: usize,
         rooms: Rooms,
-    ) -> BoxFut<'_, StoreResult<Vec<ClaimedDelivery>>> {
+    ) -> StoreFut<'_, Vec<ClaimedDelivery>> {
         Box::pin(async move {
             // The due heads ranked within their endpoint, so that each
             // endpoint gives no more than its room.
@@ -228,10 +222,7 @@ impl Fanout for PostgresStore {
         })
     }
 
-    fn record_delivery_attempts(
-        &self,
-        records: Vec<DeliveryRecord>,
-    ) -> BoxFut<'_, StoreResult<()>> {
+    fn record_delivery_attempts(&self, records: Vec<DeliveryRecord>) -> StoreFut<'_, ()> {
         Box::pin(async move {
             let mut tx = self.pool.begin().await?;
             let ended: Vec<EndpointId> = records
@@ -296,7 +287,7 @@ impl Fanout for PostgresStore {
         })
     }
 
-    fn give_back_deliveries(&self, back: Vec<(i64, i64)>) -> BoxFut<'_, StoreResult<()>> {
+    fn give_back_deliveries(&self, back: Vec<(i64, i64)>) -> StoreFut<'_, ()> {
         Box::pin(async move {
             if back.is_empty() {
                 return Ok(());
@@ -314,7 +305,7 @@ impl Fanout for PostgresStore {
         })
     }
 
-    fn expire_held(&self, cutoff_ms: i64) -> BoxFut<'_, StoreResult<u64>> {
+    fn expire_held(&self, cutoff_ms: i64) -> StoreFut<'_, u64> {
         Box::pin(async move {
             let mut tx = self.pool.begin().await?;
             let disabled: Vec<EndpointId> =

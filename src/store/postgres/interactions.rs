@@ -4,7 +4,7 @@ use super::*;
 use crate::domain::status::InteractionStatus;
 
 impl Inbox for PostgresStore {
-    fn interact(&self, req: InteractRequest) -> BoxFut<'_, StoreResult<Interacted>> {
+    fn interact(&self, req: InteractRequest) -> StoreFut<'_, Interacted> {
         Box::pin(async move {
             let done = self.clicks.interact(req).await?;
             self.signals.stream(done.stream);
@@ -16,7 +16,7 @@ impl Inbox for PostgresStore {
         })
     }
 
-    fn get_interaction(&self, chatbot_id: &str, id: &str) -> BoxFut<'_, StoreResult<Interaction>> {
+    fn get_interaction(&self, chatbot_id: &str, id: &str) -> StoreFut<'_, Interaction> {
         let (bid, id) = (chatbot_id.to_string(), id.to_string());
         Box::pin(async move {
             let r = sqlx::query(&format!(
@@ -39,7 +39,7 @@ impl Inbox for PostgresStore {
         limit: usize,
         cursor: Option<i64>,
         now_ms: i64,
-    ) -> BoxFut<'_, StoreResult<Page<Interaction>>> {
+    ) -> StoreFut<'_, Page<Interaction>> {
         let bid = chatbot_id.to_string();
         Box::pin(async move {
             let rows = sqlx::query(&format!(
@@ -68,7 +68,7 @@ impl Inbox for PostgresStore {
         })
     }
 
-    fn answer_interaction(&self, req: AnswerRequest) -> BoxFut<'_, StoreResult<AnswerOutcome>> {
+    fn answer_interaction(&self, req: AnswerRequest) -> StoreFut<'_, AnswerOutcome> {
         Box::pin(async move {
             let mut tx = self.pool.begin().await?;
             let (outcome, fx) = script::inbox::answer(&mut tx, &req).await?;
@@ -85,7 +85,7 @@ impl Inbox for PostgresStore {
         status: InteractionStatus,
         reason: &'static str,
         now_ms: i64,
-    ) -> BoxFut<'_, StoreResult<Interaction>> {
+    ) -> StoreFut<'_, Interaction> {
         let id = id.to_string();
         Box::pin(async move {
             let mut tx = self.pool.begin().await?;
@@ -95,7 +95,7 @@ impl Inbox for PostgresStore {
         })
     }
 
-    fn reply(&self, req: ReplyRequest) -> BoxFut<'_, StoreResult<ReplyOutcome>> {
+    fn reply(&self, req: ReplyRequest) -> StoreFut<'_, ReplyOutcome> {
         Box::pin(async move {
             let mut tx = self.pool.begin().await?;
             let (outcome, announce) = script::reply::reply(&mut tx, req).await?;

@@ -2,7 +2,7 @@
 //! the retention purge, one short transaction per batch of conversations
 //! with a pause after each ([`pace`]).
 
-use crate::store::{BoxFut, Lifecycle};
+use crate::store::{Lifecycle, StoreFut};
 use std::time::Instant;
 
 use sqlx::Row;
@@ -150,16 +150,12 @@ impl PostgresStore {
 }
 
 impl Lifecycle for PostgresStore {
-    fn erase_conversation(
-        &self,
-        chatbot_id: &str,
-        conversation_id: &str,
-    ) -> BoxFut<'_, StoreResult<()>> {
+    fn erase_conversation(&self, chatbot_id: &str, conversation_id: &str) -> StoreFut<'_, ()> {
         let (bot, cid) = (chatbot_id.to_string(), conversation_id.to_string());
         Box::pin(async move { self.erase(&bot, &cid).await })
     }
 
-    fn purge_expired(&self, now_ms: i64) -> BoxFut<'_, StoreResult<u64>> {
+    fn purge_expired(&self, now_ms: i64) -> StoreFut<'_, u64> {
         Box::pin(self.purge_pass(now_ms))
     }
 }

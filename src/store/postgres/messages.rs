@@ -3,12 +3,7 @@
 use super::*;
 
 impl Conversations for PostgresStore {
-    fn takeover(
-        &self,
-        conversation_id: &str,
-        member: Person,
-        now_ms: i64,
-    ) -> BoxFut<'_, StoreResult<()>> {
+    fn takeover(&self, conversation_id: &str, member: Person, now_ms: i64) -> StoreFut<'_, ()> {
         let cid = conversation_id.to_string();
         Box::pin(async move {
             let mut tx = self.pool.begin().await?;
@@ -20,42 +15,30 @@ impl Conversations for PostgresStore {
         })
     }
 
-    fn insert_message(
-        &self,
-        msg: Message,
-        event: Option<NewEvent>,
-        interactions: Vec<NewInteraction>,
-    ) -> BoxFut<'_, StoreResult<()>> {
+    fn insert_message(&self, p: Posting) -> StoreFut<'_, ()> {
         Box::pin(async move {
             let mut tx = self.pool.begin().await?;
-            let due = event.is_some();
-            let (announce, _) =
-                script::messages::insert(&mut tx, &msg, event, &interactions).await?;
+            let due = p.event.is_some();
+            let (announce, _) = script::messages::insert(&mut tx, p).await?;
             self.commit_announcing(tx, announce, due).await
         })
     }
 
-    fn insert_attachment(
-        &self,
-        a: crate::domain::attachment::Attachment,
-    ) -> BoxFut<'_, StoreResult<()>> {
+    fn insert_attachment(&self, a: crate::domain::attachment::Attachment) -> StoreFut<'_, ()> {
         Box::pin(attachments::insert(&self.pool, a))
     }
 
-    fn get_attachment(
-        &self,
-        id: &str,
-    ) -> BoxFut<'_, StoreResult<crate::domain::attachment::Attachment>> {
+    fn get_attachment(&self, id: &str) -> StoreFut<'_, crate::domain::attachment::Attachment> {
         let id = id.to_string();
         Box::pin(async move { attachments::get(&self.pool, &id).await })
     }
 
-    fn delete_attachment(&self, id: &str) -> BoxFut<'_, StoreResult<()>> {
+    fn delete_attachment(&self, id: &str) -> StoreFut<'_, ()> {
         let id = id.to_string();
         Box::pin(async move { attachments::delete(&self.pool, &id).await })
     }
 
-    fn get_message(&self, id: &str) -> BoxFut<'_, StoreResult<Message>> {
+    fn get_message(&self, id: &str) -> StoreFut<'_, Message> {
         let id = id.to_string();
         Box::pin(async move {
             let row =
@@ -73,7 +56,7 @@ impl Conversations for PostgresStore {
         conversation_id: &str,
         limit: usize,
         cursor: Option<i64>,
-    ) -> BoxFut<'_, StoreResult<Page<Message>>> {
+    ) -> StoreFut<'_, Page<Message>> {
         let cid = conversation_id.to_string();
         Box::pin(async move {
             let rows = sqlx::query(
@@ -98,7 +81,7 @@ impl Conversations for PostgresStore {
         conversation_id: &str,
         after_seq: i64,
         limit: usize,
-    ) -> BoxFut<'_, StoreResult<Vec<StreamEvent>>> {
+    ) -> StoreFut<'_, Vec<StreamEvent>> {
         let cid = conversation_id.to_string();
         Box::pin(async move {
             let rows = sqlx::query(
@@ -128,7 +111,7 @@ impl Conversations for PostgresStore {
         conversation_id: &str,
         kind: &str,
         data: String,
-    ) -> BoxFut<'_, StoreResult<StreamEvent>> {
+    ) -> StoreFut<'_, StreamEvent> {
         let (cid, kind) = (conversation_id.to_string(), kind.to_string());
         Box::pin(async move {
             let mut tx = self.pool.begin().await?;

@@ -244,14 +244,10 @@ pub(super) async fn release_to_table(
 impl PostgresStore {
     /// Takes from [`queued`] for a claim; what goes back to the table is
     /// released there, and this instance's claim loop reads the table next.
-    async fn take_queued(
-        &self,
-        now_ms: i64,
-        lease_until: i64,
-        limit: usize,
-        skip: &[ChatbotId],
-    ) -> Vec<Claimed> {
-        let (taken, back) = self.queued.take(now_ms, lease_until, limit, skip);
+    async fn take_queued(&self, ask: &ClaimAsk) -> Vec<Claimed> {
+        let (taken, back) = self
+            .queued
+            .take(ask.now_ms, ask.lease_until, ask.limit, &ask.skip);
         if !back.is_empty() {
             // The ones taken start whatever this does.
             if let Err(e) = release_to_table(&self.pool, &self.instance, back).await {
@@ -286,15 +282,15 @@ impl PostgresStore {
 }
 
 impl Queue for PostgresStore {
-    fn claim_due(&self, ask: ClaimAsk) -> BoxFut<'_, StoreResult<Claim>> {
+    fn claim_due(&self, ask: ClaimAsk) -> StoreFut<'_, Claim> {
         Box::pin(async move {
+            let mut out = self.take_queued(&ask).await;
             let ClaimAsk {
                 now_ms,
                 lease_until,
                 limit,
                 skip,
             } = ask;
-            let mut out = self.take_queued(now_ms, lease_until, limit, &skip).await;
             if out.len() >= limit {
                 return Ok(Claim {
                     claimed: out,
@@ -403,11 +399,9 @@ impl Queue for PostgresStore {
         })
     }
 
-    fn claim_queued(&self, ask: ClaimAsk) -> BoxFut<'_, StoreResult<Claim>> {
+    fn claim_queued(&self, ask: ClaimAsk) -> StoreFut<'_, Claim> {
         Box::pin(async move {
-            let claimed = self
-                .take_queued(ask.now_ms, ask.lease_until, ask.limit, &ask.skip)
-                .await;
+            let claimed = self.take_queued(&ask).await;
             Ok(Claim {
                 claimed,
                 next_due_at: self.queued.due(),
@@ -415,7 +409,7 @@ impl Queue for PostgresStore {
         })
     }
 
-    fn stop_queueing(&self) -> BoxFut<'_, StoreResult<()>> {
+    fn stop_queueing(&self) -> StoreFut<'_, ()> {
         Box::pin(async move {
             let ids = self.queued.close();
             if ids.is_empty() {
@@ -429,7 +423,7 @@ impl Queue for PostgresStore {
     /// database's last moments sends its event again (at least once, the
     /// same event_id), so its commit does not wait for the disk
     /// (`synchronous_commit` off for this transaction; docs/notes/DECISIONS.md).
-    fn record_attempts(&self, records: Vec<AttemptRecord>) -> BoxFut<'_, StoreResult<()>> {
+    fn record_attempts(&self, records: Vec<AttemptRecord>) -> StoreFut<'_, ()> {
         Box::pin(async move {
             let mut held = self.recording.get().await?;
             let r = self.record(held.conn()?, &records).await;
@@ -437,7 +431,7 @@ impl Queue for PostgresStore {
         })
     }
 
-    fn release_leases(&self, event_ids: Option<Vec<EventId>>) -> BoxFut<'_, StoreResult<()>> {
+    fn release_leases(&self, event_ids: Option<Vec<EventId>>) -> StoreFut<'_, ()> {
         Box::pin(async move {
             match event_ids {
                 // Several instances may share this database: only expired
@@ -457,7 +451,7 @@ impl Queue for PostgresStore {
         })
     }
 
-    fn next_due_at(&self) -> BoxFut<'_, StoreResult<Option<i64>>> {
+    fn next_due_at(&self) -> StoreFut<'_, Option<i64>> {
         Box::pin(async move {
             let mut held = self.claiming.get().await?;
             let r = sqlx::query_scalar(
@@ -470,7 +464,7 @@ impl Queue for PostgresStore {
             held.check(r)
         })
     }
-    fn queue_stats(&self) -> BoxFut<'_, StoreResult<QueueStats>> {
+    fn queue_stats(&self) -> StoreFut<'_, QueueStats> {
         Box::pin(async move {
             let row = sqlx::query("SELECT count(*), min(created_at) FROM events WHERE status IN ('pending', 'failed')")
                 .fetch_one(&self.pool)

@@ -24,7 +24,7 @@ impl Review for PostgresStore {
         limit: usize,
         cursor: Option<String>,
         now_ms: i64,
-    ) -> BoxFut<'_, StoreResult<Page<ConversationSummary>>> {
+    ) -> StoreFut<'_, Page<ConversationSummary>> {
         let chatbot_id = chatbot_id.to_string();
         Box::pin(async move {
             let rows = sqlx::query(SEARCH)
@@ -54,7 +54,7 @@ impl Review for PostgresStore {
         event_id: &str,
         now_ms: i64,
         lease_until: i64,
-    ) -> BoxFut<'_, StoreResult<Option<Claimed>>> {
+    ) -> StoreFut<'_, Option<Claimed>> {
         let (chatbot_id, event_id) = (chatbot_id.to_string(), event_id.to_string());
         Box::pin(async move {
             // As a claim does: only a row no one holds (a lease that ran

@@ -1,30 +1,25 @@
 //! A message stored with its event and interactions; a member's takeover.
 
 use super::{Announce, Tx, inbox};
-use crate::domain::inbox::NewInteraction;
-use crate::domain::model::{Message, Person};
-use crate::store::{Claimed, NewEvent, StoreError, StoreResult};
+use crate::domain::model::Person;
+use crate::store::{Claimed, Posting, StoreError, StoreResult};
 
 /// Stores a message (and, for a visitor's message, its event) with its
 /// interactions and its `message.created` stream entry. Returns what to
 /// announce and the event when it heads its conversation.
-pub async fn insert<T: Tx>(
-    tx: &mut T,
-    msg: &Message,
-    event: Option<NewEvent>,
-    interactions: &[NewInteraction],
-) -> StoreResult<(Announce, Option<Claimed>)> {
+pub async fn insert<T: Tx>(tx: &mut T, p: Posting) -> StoreResult<(Announce, Option<Claimed>)> {
+    let msg = &p.message;
     // Not into a conversation erased or purged since the caller found it.
     if !tx.conversation_exists(&msg.conversation_id).await? {
         return Err(StoreError::NotFound);
     }
     let doc = tx.insert_message(msg).await?;
-    let hot = match event {
+    let hot = match p.event {
         Some(e) => tx.insert_event(e).await?,
         None => None,
     };
     let mut announce = Announce::default();
-    inbox::create(tx, interactions, msg.created_ms, &mut announce).await?;
+    inbox::create(tx, &p.interactions, msg.created_ms, &mut announce).await?;
     let entry = tx
         .append_stream(&msg.conversation_id, "message.created", doc)
         .await?;

@@ -7,7 +7,7 @@ use super::*;
 pub(super) const END_DEFAULT_PAUSE: &str = "UPDATE endpoints SET enabled = 1, disabled_reason = NULL WHERE chatbot_id = ?1 AND is_default = 1 AND enabled = 0";
 
 impl Accounts for SqliteStore {
-    fn meta_get_or_init(&self, key: &str, init: String) -> BoxFut<'_, StoreResult<String>> {
+    fn meta_get_or_init(&self, key: &str, init: String) -> StoreFut<'_, String> {
         let key = key.to_string();
         Box::pin(self.write(move |c| {
             c.execute(
@@ -19,7 +19,7 @@ impl Accounts for SqliteStore {
         }))
     }
 
-    fn create_chatbot(&self, b: Chatbot, api_key_hash: String) -> BoxFut<'_, StoreResult<()>> {
+    fn create_chatbot(&self, b: Chatbot, api_key_hash: String) -> StoreFut<'_, ()> {
         Box::pin(self.write(move |c| {
             c.execute(
                 "INSERT INTO chatbots (id, name, webhook_url, retention_ms, api_key_hash, signing_secret, member_id, created_at, allowed_origins)
@@ -30,7 +30,7 @@ impl Accounts for SqliteStore {
         }))
     }
 
-    fn get_chatbot(&self, id: &str) -> BoxFut<'_, StoreResult<Chatbot>> {
+    fn get_chatbot(&self, id: &str) -> StoreFut<'_, Chatbot> {
         let r = self.read(|c| {
             c.prepare_cached(&format!(
                 "SELECT {CHATBOT_COLS} FROM chatbots WHERE id = ?1"
@@ -41,7 +41,7 @@ impl Accounts for SqliteStore {
         Box::pin(async move { r?.ok_or(StoreError::NotFound) })
     }
 
-    fn chatbot_by_key(&self, api_key_hash: &str) -> BoxFut<'_, StoreResult<Chatbot>> {
+    fn chatbot_by_key(&self, api_key_hash: &str) -> StoreFut<'_, Chatbot> {
         let r = self.read(|c| {
             c.prepare_cached(&format!(
                 "SELECT {CHATBOT_COLS} FROM chatbots WHERE api_key_hash = ?1"
@@ -52,7 +52,7 @@ impl Accounts for SqliteStore {
         Box::pin(async move { r?.ok_or(StoreError::NotFound) })
     }
 
-    fn update_chatbot(&self, b: Chatbot) -> BoxFut<'_, StoreResult<()>> {
+    fn update_chatbot(&self, b: Chatbot) -> StoreFut<'_, ()> {
         let signals = self.signals.clone();
         Box::pin(async move {
             let enabled = !b.endpoint_disabled;
@@ -88,11 +88,7 @@ impl Accounts for SqliteStore {
         })
     }
 
-    fn create_conversation(
-        &self,
-        conv: Conversation,
-        token_hash: String,
-    ) -> BoxFut<'_, StoreResult<()>> {
+    fn create_conversation(&self, conv: Conversation, token_hash: String) -> StoreFut<'_, ()> {
         Box::pin(self.write(move |c| {
             c.execute(
                 "INSERT INTO conversations (id, chatbot_id, visitor_id, visitor_name, token_hash, created_at)
@@ -103,7 +99,7 @@ impl Accounts for SqliteStore {
         }))
     }
 
-    fn get_conversation(&self, id: &str) -> BoxFut<'_, StoreResult<Conversation>> {
+    fn get_conversation(&self, id: &str) -> StoreFut<'_, Conversation> {
         let r = self.read(|c| {
             c.prepare_cached(&format!(
                 "SELECT {CONV_COLS} FROM conversations WHERE id = ?1"
@@ -117,7 +113,7 @@ impl Accounts for SqliteStore {
     fn conversation_by_token(
         &self,
         token_hash: &str,
-    ) -> BoxFut<'_, StoreResult<(Conversation, AllowedOrigins)>> {
+    ) -> StoreFut<'_, (Conversation, AllowedOrigins)> {
         let r = match self.visitors.get(token_hash) {
             Ok(v) => Ok(v),
             Err(generation) => self
@@ -135,11 +131,7 @@ impl Accounts for SqliteStore {
         Box::pin(async move { r })
     }
 
-    fn list_chatbots(
-        &self,
-        limit: usize,
-        cursor: Option<String>,
-    ) -> BoxFut<'_, StoreResult<Page<Chatbot>>> {
+    fn list_chatbots(&self, limit: usize, cursor: Option<String>) -> StoreFut<'_, Page<Chatbot>> {
         let r = self.list_chatbots_impl(limit, cursor);
         Box::pin(async move { r })
     }
@@ -150,7 +142,7 @@ impl Accounts for SqliteStore {
         limit: usize,
         cursor: Option<String>,
         now_ms: i64,
-    ) -> BoxFut<'_, StoreResult<Page<crate::store::ConversationSummary>>> {
+    ) -> StoreFut<'_, Page<crate::store::ConversationSummary>> {
         let r = self.read(|c| {
             c.prepare_cached(
                 "SELECT c.id, c.chatbot_id, c.visitor_id, c.visitor_name, c.taken_over_by, c.created_at,

@@ -66,7 +66,7 @@ fn insert(c: &Connection, row: &StoredEndpoint, upsert: &str) -> rusqlite::Resul
 }
 
 impl Endpoints for SqliteStore {
-    fn endpoints_of(&self, chatbot_id: &str) -> BoxFut<'_, StoreResult<Vec<Endpoint>>> {
+    fn endpoints_of(&self, chatbot_id: &str) -> StoreFut<'_, Vec<Endpoint>> {
         let r = self.read(|c| {
             let bot = c
                 .prepare_cached(&format!(
@@ -86,7 +86,7 @@ impl Endpoints for SqliteStore {
         })
     }
 
-    fn create_endpoint(&self, ep: Endpoint) -> BoxFut<'_, StoreResult<()>> {
+    fn create_endpoint(&self, ep: Endpoint) -> StoreFut<'_, ()> {
         let row = StoredEndpoint::of(&ep);
         Box::pin(self.write(move |c| {
             insert(c, &row, "")?;
@@ -94,7 +94,7 @@ impl Endpoints for SqliteStore {
         }))
     }
 
-    fn update_endpoint(&self, ep: Endpoint) -> BoxFut<'_, StoreResult<()>> {
+    fn update_endpoint(&self, ep: Endpoint) -> StoreFut<'_, ()> {
         let signals = self.signals.clone();
         let row = StoredEndpoint::of(&ep);
         Box::pin(async move {
@@ -141,7 +141,7 @@ impl Endpoints for SqliteStore {
         })
     }
 
-    fn delete_endpoint(&self, chatbot_id: &str, id: &str) -> BoxFut<'_, StoreResult<()>> {
+    fn delete_endpoint(&self, chatbot_id: &str, id: &str) -> StoreFut<'_, ()> {
         let (chatbot_id, id) = (chatbot_id.to_string(), id.to_string());
         Box::pin(self.write(move |c| {
             let n = c
@@ -163,7 +163,7 @@ impl Endpoints for SqliteStore {
         id: &str,
         secret: String,
         previous_until: i64,
-    ) -> BoxFut<'_, StoreResult<()>> {
+    ) -> StoreFut<'_, ()> {
         let (chatbot_id, id) = (chatbot_id.to_string(), id.to_string());
         Box::pin(async move {
             let is_default = id == default_endpoint_id(&chatbot_id);

@@ -11,7 +11,7 @@ impl Deliveries for SqliteStore {
         filter: EventFilter,
         limit: usize,
         cursor: Option<i64>,
-    ) -> BoxFut<'_, StoreResult<Page<EventSummary>>> {
+    ) -> StoreFut<'_, Page<EventSummary>> {
         let r = self.read(|c| {
             let mut s = c.prepare_cached(&list_events_sql(filter.endpoint.as_ref(), false))?;
             let (status, cursor, limit) = (
@@ -38,7 +38,7 @@ impl Deliveries for SqliteStore {
         Box::pin(async move { Ok(crate::store::page_by_seq(r?, limit)) })
     }
 
-    fn get_event(&self, chatbot_id: &str, event_id: &str) -> BoxFut<'_, StoreResult<EventDetail>> {
+    fn get_event(&self, chatbot_id: &str, event_id: &str) -> StoreFut<'_, EventDetail> {
         let r = self.read(|c| {
             // One snapshot: the deliveries' states and their attempts are
             // written by one commit and read together.
@@ -88,7 +88,7 @@ impl Deliveries for SqliteStore {
         event_id: &str,
         endpoint: Option<EndpointSel>,
         now_ms: i64,
-    ) -> BoxFut<'_, StoreResult<()>> {
+    ) -> StoreFut<'_, ()> {
         let (bid, eid) = (chatbot_id.to_string(), event_id.to_string());
         let signals = self.signals.clone();
         Box::pin(async move {
@@ -151,15 +151,15 @@ impl Deliveries for SqliteStore {
         chatbot_id: &str,
         which: RedeliverAll,
         now_ms: i64,
-    ) -> BoxFut<'_, StoreResult<u64>> {
+    ) -> StoreFut<'_, u64> {
         Box::pin(self.redeliver_all_impl(chatbot_id.to_string(), which, now_ms))
     }
 
-    fn enqueue_event(&self, event: NewEvent) -> BoxFut<'_, StoreResult<()>> {
+    fn enqueue_event(&self, event: NewEvent) -> StoreFut<'_, ()> {
         Box::pin(self.enqueue_event_impl(event))
     }
 
-    fn enqueue_event_to(&self, event: NewEvent, endpoint_id: &str) -> BoxFut<'_, StoreResult<()>> {
+    fn enqueue_event_to(&self, event: NewEvent, endpoint_id: &str) -> StoreFut<'_, ()> {
         let endpoint_id = endpoint_id.to_string();
         let signals = self.signals.clone();
         Box::pin(async move {

@@ -31,7 +31,7 @@ fn claimed_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<ClaimedDelivery> {
 }
 
 impl Fanout for SqliteStore {
-    fn unrouted(&self, limit: usize) -> BoxFut<'_, StoreResult<Vec<Unrouted>>> {
+    fn unrouted(&self, limit: usize) -> StoreFut<'_, Vec<Unrouted>> {
         let r = self.read(|c| {
             c.prepare_cached(
                 "SELECT seq, id, chatbot_id, conversation_id, type, payload, created_at
@@ -53,10 +53,7 @@ impl Fanout for SqliteStore {
         Box::pin(async move { r })
     }
 
-    fn routes_of(
-        &self,
-        chatbot_ids: Vec<ChatbotId>,
-    ) -> BoxFut<'_, StoreResult<Vec<EndpointRoute>>> {
+    fn routes_of(&self, chatbot_ids: Vec<ChatbotId>) -> StoreFut<'_, Vec<EndpointRoute>> {
         let r = self.read(|c| {
             let ids = serde_json::to_string(&chatbot_ids).unwrap_or_default();
             c.prepare_cached(
@@ -79,10 +76,7 @@ impl Fanout for SqliteStore {
         Box::pin(async move { r })
     }
 
-    fn default_settings(
-        &self,
-        chatbot_id: &str,
-    ) -> BoxFut<'_, StoreResult<Option<DefaultSettings>>> {
+    fn default_settings(&self, chatbot_id: &str) -> StoreFut<'_, Option<DefaultSettings>> {
         let r = self.read(|c| {
             c.prepare_cached(
                 "SELECT event_types, filter, headers, replies, rate_limit FROM endpoints
@@ -106,7 +100,7 @@ impl Fanout for SqliteStore {
         Box::pin(async move { r })
     }
 
-    fn route(&self, deliveries: Vec<NewDelivery>, routed: Vec<i64>) -> BoxFut<'_, StoreResult<()>> {
+    fn route(&self, deliveries: Vec<NewDelivery>, routed: Vec<i64>) -> StoreFut<'_, ()> {
         let any = !deliveries.is_empty();
         let signals = self.signals.clone();
         Box::pin(async move {
@@ -150,7 +144,7 @@ impl Fanout for SqliteStore {
         lease_until: i64,
         limit: usize,
         rooms: Rooms,
-    ) -> BoxFut<'_, StoreResult<Vec<ClaimedDelivery>>> {
+    ) -> StoreFut<'_, Vec<ClaimedDelivery>> {
         let found = self.read(|c| {
             // The due heads ranked within their endpoint, so that each
             // endpoint gives no more than its room; an endpoint without
@@ -199,10 +193,7 @@ impl Fanout for SqliteStore {
         })
     }
 
-    fn record_delivery_attempts(
-        &self,
-        records: Vec<DeliveryRecord>,
-    ) -> BoxFut<'_, StoreResult<()>> {
+    fn record_delivery_attempts(&self, records: Vec<DeliveryRecord>) -> StoreFut<'_, ()> {
         let signals = self.signals.clone();
         Box::pin(async move {
             self.write_decided(false, move |c| {
@@ -257,7 +248,7 @@ impl Fanout for SqliteStore {
         })
     }
 
-    fn give_back_deliveries(&self, back: Vec<(i64, i64)>) -> BoxFut<'_, StoreResult<()>> {
+    fn give_back_deliveries(&self, back: Vec<(i64, i64)>) -> StoreFut<'_, ()> {
         Box::pin(async move {
             if back.is_empty() {
                 return Ok(());
@@ -275,7 +266,7 @@ impl Fanout for SqliteStore {
         })
     }
 
-    fn expire_held(&self, cutoff_ms: i64) -> BoxFut<'_, StoreResult<u64>> {
+    fn expire_held(&self, cutoff_ms: i64) -> StoreFut<'_, u64> {
         Box::pin(async move {
             self.write_decided(false, move |c| {
                 let pairs: Vec<(String, String)> = c

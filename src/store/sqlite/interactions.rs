@@ -4,7 +4,7 @@ use super::*;
 use crate::domain::status::InteractionStatus;
 
 impl Inbox for SqliteStore {
-    fn interact(&self, req: InteractRequest) -> BoxFut<'_, StoreResult<Interacted>> {
+    fn interact(&self, req: InteractRequest) -> StoreFut<'_, Interacted> {
         let signals = self.signals.clone();
         Box::pin(async move {
             let fx = self
@@ -20,7 +20,7 @@ impl Inbox for SqliteStore {
         })
     }
 
-    fn get_interaction(&self, chatbot_id: &str, id: &str) -> BoxFut<'_, StoreResult<Interaction>> {
+    fn get_interaction(&self, chatbot_id: &str, id: &str) -> StoreFut<'_, Interaction> {
         let r = self.read(|c| {
             c.prepare_cached(&format!(
                 "SELECT {} FROM interactions WHERE id = ?1 AND chatbot_id = ?2",
@@ -39,7 +39,7 @@ impl Inbox for SqliteStore {
         limit: usize,
         cursor: Option<i64>,
         now_ms: i64,
-    ) -> BoxFut<'_, StoreResult<Page<Interaction>>> {
+    ) -> StoreFut<'_, Page<Interaction>> {
         let r = self.read(|c| {
             let mut s = c.prepare_cached(&format!(
                 "SELECT {}, seq FROM interactions
@@ -60,7 +60,7 @@ impl Inbox for SqliteStore {
         Box::pin(async move { Ok(crate::store::page_by_seq(r?, limit)) })
     }
 
-    fn answer_interaction(&self, req: AnswerRequest) -> BoxFut<'_, StoreResult<AnswerOutcome>> {
+    fn answer_interaction(&self, req: AnswerRequest) -> StoreFut<'_, AnswerOutcome> {
         let signals = self.signals.clone();
         Box::pin(async move {
             let (outcome, fx) = self
@@ -84,7 +84,7 @@ impl Inbox for SqliteStore {
         status: InteractionStatus,
         reason: &'static str,
         now_ms: i64,
-    ) -> BoxFut<'_, StoreResult<Interaction>> {
+    ) -> StoreFut<'_, Interaction> {
         let id = id.to_string();
         let signals = self.signals.clone();
         Box::pin(async move {
@@ -104,7 +104,7 @@ impl Inbox for SqliteStore {
         })
     }
 
-    fn reply(&self, req: ReplyRequest) -> BoxFut<'_, StoreResult<ReplyOutcome>> {
+    fn reply(&self, req: ReplyRequest) -> StoreFut<'_, ReplyOutcome> {
         let signals = self.signals.clone();
         Box::pin(async move {
             let (outcome, announce) = self

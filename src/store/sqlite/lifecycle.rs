@@ -8,7 +8,7 @@
 //! proportion to it has passed ([`pace`]), so the clicks that arrive
 //! meanwhile run in batches of their own.
 
-use crate::store::{BoxFut, Lifecycle};
+use crate::store::{Lifecycle, StoreFut};
 use std::time::{Duration, Instant};
 
 use rusqlite::{Connection, OptionalExtension, params};
@@ -165,15 +165,11 @@ impl SqliteStore {
 }
 
 impl Lifecycle for SqliteStore {
-    fn erase_conversation(
-        &self,
-        chatbot_id: &str,
-        conversation_id: &str,
-    ) -> BoxFut<'_, StoreResult<()>> {
+    fn erase_conversation(&self, chatbot_id: &str, conversation_id: &str) -> StoreFut<'_, ()> {
         Box::pin(self.erase(chatbot_id.to_string(), conversation_id.to_string()))
     }
 
-    fn purge_expired(&self, now_ms: i64) -> BoxFut<'_, StoreResult<u64>> {
+    fn purge_expired(&self, now_ms: i64) -> StoreFut<'_, u64> {
         Box::pin(self.purge_pass(now_ms))
     }
 }

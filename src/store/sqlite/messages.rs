@@ -3,12 +3,7 @@
 use super::*;
 
 impl Conversations for SqliteStore {
-    fn takeover(
-        &self,
-        conversation_id: &str,
-        member: Person,
-        now_ms: i64,
-    ) -> BoxFut<'_, StoreResult<()>> {
+    fn takeover(&self, conversation_id: &str, member: Person, now_ms: i64) -> StoreFut<'_, ()> {
         let cid = conversation_id.to_string();
         let signals = self.signals.clone();
         Box::pin(async move {
@@ -28,26 +23,14 @@ impl Conversations for SqliteStore {
         })
     }
 
-    fn insert_message(
-        &self,
-        msg: Message,
-        event: Option<NewEvent>,
-        interactions: Vec<NewInteraction>,
-    ) -> BoxFut<'_, StoreResult<()>> {
+    fn insert_message(&self, p: Posting) -> StoreFut<'_, ()> {
         let signals = self.signals.clone();
         Box::pin(async move {
             let (announce, _) = self
                 .write_with(
                     true,
                     true,
-                    move |c| {
-                        script::now(script::messages::insert(
-                            &mut Sql(c),
-                            &msg,
-                            event,
-                            &interactions,
-                        ))
-                    },
+                    move |c| script::now(script::messages::insert(&mut Sql(c), p)),
                     |t| t.1.take(),
                 )
                 .await?;
@@ -56,27 +39,21 @@ impl Conversations for SqliteStore {
         })
     }
 
-    fn insert_attachment(
-        &self,
-        a: crate::domain::attachment::Attachment,
-    ) -> BoxFut<'_, StoreResult<()>> {
+    fn insert_attachment(&self, a: crate::domain::attachment::Attachment) -> StoreFut<'_, ()> {
         Box::pin(self.write(move |c| attachments::insert(c, &a).map_err(StoreError::from)))
     }
 
-    fn get_attachment(
-        &self,
-        id: &str,
-    ) -> BoxFut<'_, StoreResult<crate::domain::attachment::Attachment>> {
+    fn get_attachment(&self, id: &str) -> StoreFut<'_, crate::domain::attachment::Attachment> {
         let r = self.read(|c| attachments::get(c, id));
         Box::pin(async move { r?.ok_or(StoreError::NotFound) })
     }
 
-    fn delete_attachment(&self, id: &str) -> BoxFut<'_, StoreResult<()>> {
+    fn delete_attachment(&self, id: &str) -> StoreFut<'_, ()> {
         let id = id.to_string();
         Box::pin(self.write(move |c| attachments::delete(c, &id).map_err(StoreError::from)))
     }
 
-    fn get_message(&self, id: &str) -> BoxFut<'_, StoreResult<Message>> {
+    fn get_message(&self, id: &str) -> StoreFut<'_, Message> {
         let r = self.read(|c| {
             c.prepare_cached("SELECT doc, created_at FROM messages WHERE id = ?1 AND deleted = 0")?
                 .query_row([id], |r| parse_message(&r.get::<_, String>(0)?, r.get(1)?))
@@ -90,7 +67,7 @@ impl Conversations for SqliteStore {
         conversation_id: &str,
         limit: usize,
         cursor: Option<i64>,
-    ) -> BoxFut<'_, StoreResult<Page<Message>>> {
+    ) -> StoreFut<'_, Page<Message>> {
         let r = self.read(|c| {
             let mut s = c.prepare_cached(
                 "SELECT doc, created_at, seq FROM messages WHERE conversation_id = ?1 AND deleted = 0 AND seq < ?2
@@ -108,7 +85,7 @@ impl Conversations for SqliteStore {
         conversation_id: &str,
         after_seq: i64,
         limit: usize,
-    ) -> BoxFut<'_, StoreResult<Vec<StreamEvent>>> {
+    ) -> StoreFut<'_, Vec<StreamEvent>> {
         let r = self.read(|c| {
             let mut s = c.prepare_cached(
                 "SELECT seq, conversation_id, kind, data FROM stream_events WHERE conversation_id = ?1 AND seq > ?2
@@ -132,7 +109,7 @@ impl Conversations for SqliteStore {
         conversation_id: &str,
         kind: &str,
         data: String,
-    ) -> BoxFut<'_, StoreResult<StreamEvent>> {
+    ) -> StoreFut<'_, StreamEvent> {
         let (cid, kind) = (conversation_id.to_string(), kind.to_string());
         let signals = self.signals.clone();
         Box::pin(async move {

@@ -3,7 +3,7 @@
 
 use super::claims::Taken;
 use super::*;
-use crate::domain::ids::{ChatbotId, EventId};
+use crate::domain::ids::EventId;
 
 /// Inserts an event; returns it as a delivery to hand out at once when it
 /// is the head of its conversation (nothing earlier still to deliver).
@@ -104,13 +104,9 @@ impl SqliteStore {
     /// The claimable deliveries, leased in memory until `lease_until`: the
     /// hot queue first, the table when it may hold more; and when the next
     /// claim may find work no wake-up announces.
-    fn take_due(
-        &self,
-        now_ms: i64,
-        lease_until: i64,
-        limit: usize,
-        skip: &[ChatbotId],
-    ) -> StoreResult<(Vec<Claimed>, Option<Option<i64>>)> {
+    fn take_due(&self, ask: &ClaimAsk) -> StoreResult<(Vec<Claimed>, Option<Option<i64>>)> {
+        let (now_ms, lease_until, limit, skip) =
+            (ask.now_ms, ask.lease_until, ask.limit, &ask.skip[..]);
         // One process owns a SQLite file, so leases live in memory: a claim
         // takes the hot queue first and reads the table only when it may
         // hold more (see `claims`), with no write transaction of its own.
@@ -180,23 +176,17 @@ impl SqliteStore {
 }
 
 impl Queue for SqliteStore {
-    fn claim_due(&self, ask: ClaimAsk) -> BoxFut<'_, StoreResult<Claim>> {
+    fn claim_due(&self, ask: ClaimAsk) -> StoreFut<'_, Claim> {
         // Nothing is taken before the future runs: a claim turned away
         // unpolled (an open circuit) leaves the queue as it was.
         Box::pin(async move {
-            let ClaimAsk {
-                now_ms,
-                lease_until,
-                limit,
-                skip,
-            } = ask;
-            let (mut claimed, next) = self.take_due(now_ms, lease_until, limit, &skip)?;
+            let (mut claimed, next) = self.take_due(&ask)?;
             claimed.sort_by_key(|r| r.seq);
             let taken = Taken::new(&self.claims, claimed);
             // Written before any of them is sent: a crash from here on
             // counts their tries (see `release_leases`). Should this fail,
             // or the claim be dropped meanwhile, `taken` gives them back.
-            self.mark_leased(taken.items(), lease_until).await?;
+            self.mark_leased(taken.items(), ask.lease_until).await?;
             Ok(Claim {
                 claimed: taken.handed(),
                 next_due_at: next,
@@ -204,7 +194,7 @@ impl Queue for SqliteStore {
         })
     }
 
-    fn record_attempts(&self, records: Vec<AttemptRecord>) -> BoxFut<'_, StoreResult<()>> {
+    fn record_attempts(&self, records: Vec<AttemptRecord>) -> StoreFut<'_, ()> {
         let signals = self.signals.clone();
         Box::pin(async move {
             let ids: Vec<EventId> = records.iter().map(|r| r.event_id.clone()).collect();
@@ -338,7 +328,7 @@ impl Queue for SqliteStore {
     /// by a process that ended without recording it or giving it back (a
     /// crash): its try may have reached the receiver, so it counts, and the
     /// next carries the next number (§15).
-    fn release_leases(&self, event_ids: Option<Vec<EventId>>) -> BoxFut<'_, StoreResult<()>> {
+    fn release_leases(&self, event_ids: Option<Vec<EventId>>) -> StoreFut<'_, ()> {
         Box::pin(async move {
             let ids = event_ids.clone();
             self.write_decided(false, move |c| {
@@ -381,7 +371,7 @@ impl Queue for SqliteStore {
         })
     }
 
-    fn give_back(&self, claims: Vec<Claimed>) -> BoxFut<'_, StoreResult<()>> {
+    fn give_back(&self, claims: Vec<Claimed>) -> StoreFut<'_, ()> {
         Box::pin(async move {
             let r = self.mark_leased(&claims, 0).await;
             self.claims.lock().give_back(claims);
@@ -389,13 +379,13 @@ impl Queue for SqliteStore {
         })
     }
 
-    fn next_due_at(&self) -> BoxFut<'_, StoreResult<Option<i64>>> {
+    fn next_due_at(&self) -> StoreFut<'_, Option<i64>> {
         // Known in memory: the next retry, or the next safety scan.
         let now = crate::domain::time::now_ms();
         let at = self.claims.lock().next_due_at(now);
         Box::pin(async move { Ok(at) })
     }
-    fn queue_stats(&self) -> BoxFut<'_, StoreResult<QueueStats>> {
+    fn queue_stats(&self) -> StoreFut<'_, QueueStats> {
         let r = self.read(|c| {
             c.prepare_cached(
                 "SELECT count(*), min(created_at) FROM events WHERE status IN ('pending', 'failed')",

@@ -25,7 +25,7 @@ impl Review for SqliteStore {
         limit: usize,
         cursor: Option<String>,
         now_ms: i64,
-    ) -> BoxFut<'_, StoreResult<Page<ConversationSummary>>> {
+    ) -> StoreFut<'_, Page<ConversationSummary>> {
         let pattern = like_pattern(&query);
         let r = self.read(|c| {
             c.prepare_cached(SEARCH)?
@@ -50,7 +50,7 @@ impl Review for SqliteStore {
         event_id: &str,
         now_ms: i64,
         lease_until: i64,
-    ) -> BoxFut<'_, StoreResult<Option<Claimed>>> {
+    ) -> StoreFut<'_, Option<Claimed>> {
         // Nothing is taken before the future runs (see `claim_due`).
         let (chatbot_id, event_id) = (chatbot_id.to_string(), event_id.to_string());
         Box::pin(async move {
