@@ -249,12 +249,7 @@ async fn redeliver_all(
     } = check.typed()?;
     let since = since.as_deref().and_then(parse_rfc3339);
     let endpoint = endpoint_id.map(|e| endpoint_sel(&bot.0.id, &e));
-    let which = crate::store::RedeliverAll {
-        status,
-        since,
-        endpoint,
-    };
-    let count = events::redeliver_all(&st, &bot.0.id, which).await?;
+    let count = events::redeliver_all(&st, &bot.0.id, status, since, endpoint).await?;
     Ok(HttpResponse::Accepted().json(json!({"count": count})))
 }
 

@@ -10,7 +10,7 @@ use serde::Serialize;
 use serde_json::{Value, json};
 use utoipa::ToSchema;
 
-use super::extract::Bot;
+use super::extract::{Bot, path_id};
 use super::{AppState, views};
 use crate::delivery::manual::Sent;
 use crate::http::error::ApiResult;
@@ -40,7 +40,7 @@ pub struct SentNow {
 #[post("/api/v1/events/{event_id}/send-now")]
 async fn send(bot: Bot, st: web::Data<AppState>, id: web::Path<String>) -> ApiResult<HttpResponse> {
     let chatbot_id = bot.0.id.as_str();
-    let (sent, status) = events::send_now(&st, &bot.0, &id).await?;
+    let (sent, status) = events::send_now(&st, &bot.0, &path_id(&id)?).await?;
     let (sent, attempt) = match sent {
         Sent::Now(a) => ("now", super::events::attempt_json(chatbot_id, &a)),
         Sent::ByQueue(a) => ("queue", super::events::attempt_json(chatbot_id, &a)),

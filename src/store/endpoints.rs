@@ -38,7 +38,7 @@ store_role! {
         /// Makes `secret` the endpoint's signing secret; the one it replaces
         /// keeps signing until `previous_until`. The default endpoint's secret
         /// is its chatbot's.
-        write fn rotate_endpoint_secret(&self, chatbot_id: &str, id: &str, secret: String, previous_until: i64) -> ();
+        write fn rotate_endpoint_secret(&self, r: Rotation) -> ();
     }
 }
 
@@ -62,6 +62,16 @@ pub fn assemble(
     out.push(Endpoint::default_of(bot, settings.as_ref()));
     out.extend(others);
     Ok(out)
+}
+
+/// A new signing secret for endpoint `id` of a chatbot; the one it
+/// replaces signs too until `previous_until`.
+#[derive(Debug, Clone)]
+pub struct Rotation {
+    pub chatbot_id: crate::domain::ids::ChatbotId,
+    pub id: crate::domain::ids::EndpointId,
+    pub secret: String,
+    pub previous_until: i64,
 }
 
 /// `endpoints` of one chatbot, the default's settings row first.

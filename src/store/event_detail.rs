@@ -5,15 +5,40 @@
 use crate::domain::ids::{EndpointId, EventId};
 use crate::domain::status::EventStatus;
 
-/// Which deliveries a bulk redelivery takes: those in `status` (`dead` or
-/// `failed`) of events created at or after `since`, to one endpoint or
-/// (`None`) to all.
+/// A redelivery of one event of a chatbot at `now_ms`: to one endpoint,
+/// or (`None`) to every endpoint it went to.
+#[derive(Debug, Clone)]
+pub struct Redeliver {
+    pub chatbot_id: crate::domain::ids::ChatbotId,
+    pub event_id: crate::domain::ids::EventId,
+    pub endpoint: Option<EndpointSel>,
+    pub now_ms: i64,
+}
+
+/// A bulk redelivery of a chatbot's deliveries at `now_ms`: those in
+/// `status` (`dead` or `failed`) of events created at or after `since`, to
+/// one endpoint or (`None`) to all.
 #[derive(Debug, Clone)]
 pub struct RedeliverAll {
+    pub chatbot_id: crate::domain::ids::ChatbotId,
+    pub now_ms: i64,
     pub status: crate::domain::status::EventStatus,
     pub since: Option<i64>,
     pub endpoint: Option<EndpointSel>,
 }
+
+/// The SQL (both stores; SQLite numbers its parameters `?1`) of a bulk
+/// redelivery's deliveries to endpoints other than the default: chatbot
+/// `$1`, status `$2`, events created at or after `$3`, now `$4`, to
+/// endpoint `$5` or (`''`) to all. Their order per conversation is kept by
+/// the claim, so no head to set.
+pub(crate) const REDELIVER_OTHERS: &str = "UPDATE deliveries SET next_attempt_at = $4,
+     status = CASE WHEN status = 'dead' THEN 'pending' ELSE status END,
+     attempt_base = CASE WHEN status = 'dead' THEN attempts ELSE attempt_base END,
+     leased_until = CASE WHEN status = 'dead' THEN 0 ELSE leased_until END,
+     is_head = CASE WHEN status = 'dead' THEN 1 ELSE is_head END
+   WHERE chatbot_id = $1 AND status = $2 AND ($5 = '' OR endpoint_id = $5)
+     AND EXISTS (SELECT 1 FROM events e WHERE e.seq = deliveries.event_seq AND e.created_at >= $3)";
 
 /// One of a chatbot's endpoints, as the deliveries log names it.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -149,6 +149,62 @@ pub struct StreamEvent {
     pub data: String,
 }
 
+/// A pending interaction ended: `status` (`expired` or `cancelled`) with
+/// `reason` on its blocks, at `now_ms`.
+#[derive(Debug, Clone)]
+pub struct Closing {
+    pub id: InteractionId,
+    pub status: crate::domain::status::InteractionStatus,
+    pub reason: &'static str,
+    pub now_ms: i64,
+}
+
+impl Closing {
+    fn new(
+        id: &InteractionId,
+        status: crate::domain::status::InteractionStatus,
+        reason: &'static str,
+        now_ms: i64,
+    ) -> Self {
+        Self {
+            id: id.clone(),
+            status,
+            reason,
+            now_ms,
+        }
+    }
+
+    /// Past its deadline.
+    pub fn expired(id: &InteractionId, now_ms: i64) -> Self {
+        Self::new(
+            id,
+            crate::domain::status::InteractionStatus::Expired,
+            "expired",
+            now_ms,
+        )
+    }
+
+    /// Withdrawn by whoever asked it.
+    pub fn withdrawn(id: &InteractionId, now_ms: i64) -> Self {
+        Self::new(
+            id,
+            crate::domain::status::InteractionStatus::Cancelled,
+            "withdrawn",
+            now_ms,
+        )
+    }
+
+    /// Its conversation was taken over.
+    pub fn taken_over(id: &InteractionId, now_ms: i64) -> Self {
+        Self::new(
+            id,
+            crate::domain::status::InteractionStatus::Cancelled,
+            "takeover",
+            now_ms,
+        )
+    }
+}
+
 /// A message to store, with the event it raises (a visitor's message) and
 /// the interactions its blocks open (a bot's, or a question asked).
 #[derive(Debug, Clone)]
@@ -317,7 +373,7 @@ store_role! {
         /// Ends a pending interaction (`expired` or `cancelled`), turning its
         /// blocks off with `reason`. Returns the interaction as it then stands
         /// (already answered if the answer won the race).
-        write fn close_interaction(&self, id: &str, status: InteractionStatus, reason: &'static str, now_ms: i64) -> Interaction;
+        write fn close_interaction(&self, c: Closing) -> Interaction;
         /// Applies one use of a response_url.
         write fn reply(&self, req: ReplyRequest) -> ReplyOutcome;
     }
@@ -362,11 +418,11 @@ store_role! {
         read fn get_event(&self, chatbot_id: &str, event_id: &str) -> EventDetail;
         /// Delivers an event again: to one endpoint, or (`None`) to every
         /// endpoint it went to. `NotFound` when it has no delivery there.
-        write fn redeliver(&self, chatbot_id: &str, event_id: &str, endpoint: Option<EndpointSel>, now_ms: i64) -> ();
+        write fn redeliver(&self, r: Redeliver) -> ();
         /// Redelivers every delivery of the chatbot in `status` (`dead` or
         /// `failed`) of an event created at or after `since` (to one endpoint,
         /// or to all), each as one redelivery. Returns how many.
-        write fn redeliver_all(&self, chatbot_id: &str, which: RedeliverAll, now_ms: i64) -> u64;
+        write fn redeliver_all(&self, which: RedeliverAll) -> u64;
         /// Queues an event that has no cause in a conversation (`webhook.test`);
         /// its `conversation_id` is its own delivery lane.
         write fn enqueue_event(&self, event: NewEvent) -> ();

@@ -4,7 +4,7 @@
 //! withdrawing it, and cancelling one nobody waits on any more.
 
 use crate::domain::ids::{ChatbotId, InteractionId};
-use crate::store::Posting;
+use crate::store::{Closing, Posting};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -71,7 +71,7 @@ pub async fn settle(st: &Services, i: &Interaction) -> AppResult<Value> {
     if i.status == InteractionStatus::Pending && i.status_at(now) == InteractionStatus::Expired {
         let closed = st
             .store
-            .close_interaction(&i.id, InteractionStatus::Expired, "expired", now)
+            .close_interaction(Closing::expired(&i.id, now))
             .await?;
         return Ok(outcome(&closed.to_json(now)));
     }
@@ -88,10 +88,10 @@ pub async fn answered(st: &Services, chatbot_id: &str, id: &str) -> Option<Value
 
 /// Closes the question as expired now (a held ask's deadline passed) and
 /// returns what the asker gets.
-pub async fn expire(st: &Services, id: &str) -> Value {
+pub async fn expire(st: &Services, id: &InteractionId) -> Value {
     match st
         .store
-        .close_interaction(id, InteractionStatus::Expired, "expired", st.now_ms())
+        .close_interaction(Closing::expired(id, st.now_ms()))
         .await
     {
         Ok(i) => outcome(&i.to_json(st.now_ms())),
@@ -112,21 +112,16 @@ pub fn expire_at(
         tokio::time::sleep(Duration::from_millis(left + 1)).await;
         let _ = st
             .store
-            .close_interaction(
-                &interaction_id,
-                InteractionStatus::Expired,
-                "expired",
-                st.now_ms(),
-            )
+            .close_interaction(Closing::expired(&interaction_id, st.now_ms()))
             .await;
     });
 }
 
 /// Withdraws the question: the asker went away before an answer.
-pub async fn withdraw(st: &Services, id: &str) {
+pub async fn withdraw(st: &Services, id: &InteractionId) {
     let _ = st
         .store
-        .close_interaction(id, InteractionStatus::Cancelled, "withdrawn", st.now_ms())
+        .close_interaction(Closing::withdrawn(id, st.now_ms()))
         .await;
 }
 
@@ -145,7 +140,7 @@ pub async fn cancel(
         InteractionStatus::Expired if i.status == InteractionStatus::Pending => {
             // Past its deadline: it expires, as any reader would make it.
             st.store
-                .close_interaction(&i.id, InteractionStatus::Expired, "expired", now)
+                .close_interaction(Closing::expired(&i.id, now))
                 .await?;
             return Err(Rejection::NotPending.into());
         }
@@ -153,7 +148,7 @@ pub async fn cancel(
     }
     let closed = st
         .store
-        .close_interaction(&i.id, InteractionStatus::Cancelled, "withdrawn", now)
+        .close_interaction(Closing::withdrawn(&i.id, now))
         .await?;
     // An answer that won the race stands.
     if closed.status != InteractionStatus::Cancelled {

@@ -120,8 +120,12 @@ pub async fn delete(st: &Services, chatbot_id: &ChatbotId, id: &EndpointId) -> A
 pub async fn rotate(st: &Services, chatbot_id: &ChatbotId, id: &EndpointId) -> AppResult<String> {
     let secret = new_signing_secret();
     let until = st.now_ms() + SECRET_GRACE_MS;
-    st.store
-        .rotate_endpoint_secret(chatbot_id, id, secret.clone(), until)
-        .await?;
+    let r = crate::store::endpoints::Rotation {
+        chatbot_id: chatbot_id.clone(),
+        id: id.clone(),
+        secret: secret.clone(),
+        previous_until: until,
+    };
+    st.store.rotate_endpoint_secret(r).await?;
     Ok(secret)
 }

@@ -11,7 +11,8 @@ use crate::domain::model::Chatbot;
 use crate::domain::status::EventStatus;
 use crate::domain::time::rfc3339;
 use crate::store::{
-    EndpointSel, EventDetail, EventFilter, EventSummary, NewEvent, Page, RedeliverAll, StoreError,
+    EndpointSel, EventDetail, EventFilter, EventSummary, NewEvent, Page, Redeliver, RedeliverAll,
+    StoreError,
 };
 
 /// A page of the chatbot's events, newest first.
@@ -44,19 +45,33 @@ pub async fn redeliver(
     event_id: &EventId,
     endpoint: Option<EndpointSel>,
 ) -> AppResult<()> {
-    Ok(st
-        .store
-        .redeliver(chatbot_id, event_id, endpoint, st.now_ms())
-        .await?)
+    let r = Redeliver {
+        chatbot_id: chatbot_id.clone(),
+        event_id: event_id.clone(),
+        endpoint,
+        now_ms: st.now_ms(),
+    };
+    Ok(st.store.redeliver(r).await?)
 }
 
-/// Queues again every delivery in `status` (`dead` or `failed`) of events
-/// created at or after `since`; how many.
-pub async fn redeliver_all(st: &Services, chatbot_id: &str, which: RedeliverAll) -> AppResult<u64> {
-    Ok(st
-        .store
-        .redeliver_all(chatbot_id, which, st.now_ms())
-        .await?)
+/// Queues again every delivery in `status` (`dead` or `failed`) of the
+/// chatbot's events created at or after `since` (to one endpoint, or all);
+/// how many.
+pub async fn redeliver_all(
+    st: &Services,
+    chatbot_id: &ChatbotId,
+    status: EventStatus,
+    since: Option<i64>,
+    endpoint: Option<EndpointSel>,
+) -> AppResult<u64> {
+    let which = RedeliverAll {
+        chatbot_id: chatbot_id.clone(),
+        now_ms: st.now_ms(),
+        status,
+        since,
+        endpoint,
+    };
+    Ok(st.store.redeliver_all(which).await?)
 }
 
 /// Queues a `webhook.test` in a lane of its own (it neither waits for nor
@@ -93,16 +108,20 @@ pub async fn send_test(
 pub async fn send_now(
     st: &Services,
     bot: &Chatbot,
-    event_id: &str,
+    event_id: &EventId,
 ) -> AppResult<(Sent, EventStatus)> {
     let d = st.store.get_event(&bot.id, event_id).await?;
     let Some(default) = d.deliveries.iter().find(|x| x.endpoint_id.is_none()) else {
         return Err(AppError::Store(StoreError::NotFound));
     };
     if !default.status.is_active() {
-        st.store
-            .redeliver(&bot.id, event_id, Some(EndpointSel::Default), st.now_ms())
-            .await?;
+        let r = Redeliver {
+            chatbot_id: bot.id.clone(),
+            event_id: event_id.clone(),
+            endpoint: Some(EndpointSel::Default),
+            now_ms: st.now_ms(),
+        };
+        st.store.redeliver(r).await?;
     }
     let sent = send_at_once(st, bot, event_id).await?;
     let status = st.store.get_event(&bot.id, event_id).await?.event.status;

@@ -3,27 +3,16 @@
 
 use super::*;
 
-pub(super) async fn redeliver_all(
-    st: &PostgresStore,
-    chatbot_id: String,
-    which: RedeliverAll,
-    now_ms: i64,
-) -> StoreResult<u64> {
-    let RedeliverAll {
-        status,
-        since,
-        endpoint,
-    } = which;
-    let since = since.unwrap_or(i64::MIN);
+pub(super) async fn redeliver_all(st: &PostgresStore, which: RedeliverAll) -> StoreResult<u64> {
+    let (chatbot_id, status, now_ms) = (which.chatbot_id.as_str(), which.status, which.now_ms);
+    let since = which.since.unwrap_or(i64::MIN);
     let mut tx = st.pool.begin().await?;
-    let others = match &endpoint {
+    let others = match &which.endpoint {
         Some(EndpointSel::Default) => 0,
-        Some(EndpointSel::Other(id)) => {
-            redeliver_others(&mut tx, &chatbot_id, status, since, id, now_ms).await?
-        }
-        None => redeliver_others(&mut tx, &chatbot_id, status, since, "", now_ms).await?,
+        Some(EndpointSel::Other(id)) => redeliver_others(&mut tx, &which, id).await?,
+        None => redeliver_others(&mut tx, &which, "").await?,
     };
-    let n = if matches!(endpoint, Some(EndpointSel::Other(_))) {
+    let n = if matches!(which.endpoint, Some(EndpointSel::Other(_))) {
         0
     } else if status == EventStatus::Failed {
         // Already queued: due now.
@@ -31,7 +20,7 @@ pub(super) async fn redeliver_all(
             "UPDATE events SET next_attempt_at = $3
              WHERE chatbot_id = $1 AND status = 'failed' AND created_at >= $2",
         )
-        .bind(&chatbot_id)
+        .bind(chatbot_id)
         .bind(since)
         .bind(now_ms)
         .execute(&mut *tx)
@@ -42,7 +31,7 @@ pub(super) async fn redeliver_all(
             "SELECT seq, conversation_id FROM events
              WHERE chatbot_id = $1 AND status = 'dead' AND created_at >= $2 ORDER BY seq",
         )
-        .bind(&chatbot_id)
+        .bind(chatbot_id)
         .bind(since)
         .fetch_all(&mut *tx)
         .await?;
@@ -83,34 +72,22 @@ pub(super) async fn redeliver_all(
     Ok(n)
 }
 
-/// Redelivers the deliveries to endpoints other than the default (one, or
-/// all for `""`) in `status` of events created at or after `since`. Their
-/// order per conversation is kept by the claim, so no head to set.
+/// A bulk redelivery's deliveries to endpoints other than the default: to
+/// `endpoint_id`, or all for `""` (`event_detail::REDELIVER_OTHERS`).
 async fn redeliver_others(
     tx: &mut Tx<'_>,
-    chatbot_id: &str,
-    status: EventStatus,
-    since: i64,
+    w: &RedeliverAll,
     endpoint_id: &str,
-    now_ms: i64,
 ) -> StoreResult<u64> {
-    let n = sqlx::query(
-        "UPDATE deliveries SET next_attempt_at = $4,
-           status = CASE WHEN status = 'dead' THEN 'pending' ELSE status END,
-           attempt_base = CASE WHEN status = 'dead' THEN attempts ELSE attempt_base END,
-           leased_until = CASE WHEN status = 'dead' THEN 0 ELSE leased_until END,
-           is_head = CASE WHEN status = 'dead' THEN 1 ELSE is_head END
-         WHERE chatbot_id = $1 AND status = $2 AND ($5 = '' OR endpoint_id = $5)
-           AND EXISTS (SELECT 1 FROM events e WHERE e.seq = deliveries.event_seq AND e.created_at >= $3)",
-    )
-    .bind(chatbot_id)
-    .bind(status.as_str())
-    .bind(since)
-    .bind(now_ms)
-    .bind(endpoint_id)
-    .execute(&mut **tx)
-    .await?
-    .rows_affected();
+    let n = sqlx::query(crate::store::event_detail::REDELIVER_OTHERS)
+        .bind(w.chatbot_id.as_str())
+        .bind(w.status.as_str())
+        .bind(w.since.unwrap_or(i64::MIN))
+        .bind(w.now_ms)
+        .bind(endpoint_id)
+        .execute(&mut **tx)
+        .await?
+        .rows_affected();
     Ok(n)
 }
 

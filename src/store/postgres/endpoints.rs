@@ -164,14 +164,13 @@ impl Endpoints for PostgresStore {
         })
     }
 
-    fn rotate_endpoint_secret(
-        &self,
-        chatbot_id: &str,
-        id: &str,
-        secret: String,
-        previous_until: i64,
-    ) -> StoreFut<'_, ()> {
-        let (chatbot_id, id) = (chatbot_id.to_string(), id.to_string());
+    fn rotate_endpoint_secret(&self, r: sql::Rotation) -> StoreFut<'_, ()> {
+        let sql::Rotation {
+            chatbot_id,
+            id,
+            secret,
+            previous_until,
+        } = r;
         Box::pin(async move {
             let q = if id == default_endpoint_id(&chatbot_id) {
                 sqlx::query(sql::ROTATE_DEFAULT)

@@ -103,14 +103,8 @@ impl Deliveries for PostgresStore {
         })
     }
 
-    fn redeliver(
-        &self,
-        chatbot_id: &str,
-        event_id: &str,
-        endpoint: Option<EndpointSel>,
-        now_ms: i64,
-    ) -> StoreFut<'_, ()> {
-        let (bid, eid) = (chatbot_id.to_string(), event_id.to_string());
+    fn redeliver(&self, r: Redeliver) -> StoreFut<'_, ()> {
+        let (bid, eid, endpoint, now_ms) = (r.chatbot_id, r.event_id, r.endpoint, r.now_ms);
         Box::pin(async move {
             let mut tx = self.pool.begin().await?;
             let row = sqlx::query(
@@ -196,18 +190,8 @@ impl Deliveries for PostgresStore {
         })
     }
 
-    fn redeliver_all(
-        &self,
-        chatbot_id: &str,
-        which: RedeliverAll,
-        now_ms: i64,
-    ) -> StoreFut<'_, u64> {
-        Box::pin(dashboard::redeliver_all(
-            self,
-            chatbot_id.to_string(),
-            which,
-            now_ms,
-        ))
+    fn redeliver_all(&self, which: RedeliverAll) -> StoreFut<'_, u64> {
+        Box::pin(dashboard::redeliver_all(self, which))
     }
 
     fn enqueue_event_to(&self, event: NewEvent, endpoint_id: &str) -> StoreFut<'_, ()> {

@@ -79,17 +79,10 @@ impl Inbox for PostgresStore {
         })
     }
 
-    fn close_interaction(
-        &self,
-        id: &str,
-        status: InteractionStatus,
-        reason: &'static str,
-        now_ms: i64,
-    ) -> StoreFut<'_, Interaction> {
-        let id = id.to_string();
+    fn close_interaction(&self, c: Closing) -> StoreFut<'_, Interaction> {
         Box::pin(async move {
             let mut tx = self.pool.begin().await?;
-            let (i, announce) = script::inbox::close(&mut tx, &id, status, reason, now_ms).await?;
+            let (i, announce) = script::inbox::close(&mut tx, &c).await?;
             self.commit_announcing(tx, announce, false).await?;
             Ok(i)
         })

@@ -107,7 +107,10 @@ impl script::Tx for Tx<'_> {
         inbox::of_action(self, msg, action).await
     }
 
-    async fn pending_interactions(&mut self, conversation_id: &str) -> StoreResult<Vec<String>> {
+    async fn pending_interactions(
+        &mut self,
+        conversation_id: &str,
+    ) -> StoreResult<Vec<crate::domain::ids::InteractionId>> {
         Ok(sqlx::query_scalar(
             "SELECT id FROM interactions WHERE conversation_id = $1 AND status = 'pending'",
         )

@@ -11,7 +11,8 @@ use crate::domain::interact::{Action, Context};
 use crate::domain::model::Message;
 use crate::domain::status::InteractionStatus;
 use crate::store::{
-    Acting, AnswerOutcome, AnswerRequest, InteractRequest, NewEvent, StoreError, StoreResult,
+    Acting, AnswerOutcome, AnswerRequest, Closing, InteractRequest, NewEvent, StoreError,
+    StoreResult,
 };
 
 /// An action, who takes it, and the event it becomes if accepted.
@@ -136,15 +137,10 @@ pub async fn answer<T: Tx>(
     Ok((AnswerOutcome::Answered(Box::new(answered)), Some(fx)))
 }
 
-/// Ends a pending interaction with `status`, turning its blocks off;
+/// Ends a pending interaction as `c` says, turning its blocks off;
 /// returns it as it then stands (already answered if an answer won).
-pub async fn close<T: Tx>(
-    tx: &mut T,
-    id: &str,
-    status: InteractionStatus,
-    reason: &str,
-    now_ms: i64,
-) -> StoreResult<(Interaction, Announce)> {
+pub async fn close<T: Tx>(tx: &mut T, c: &Closing) -> StoreResult<(Interaction, Announce)> {
+    let (id, status, now_ms) = (c.id.as_str(), c.status, c.now_ms);
     let found = tx.interaction(id).await?;
     if found.status != InteractionStatus::Pending {
         return Ok((found, Announce::default()));
@@ -160,7 +156,7 @@ pub async fn close<T: Tx>(
     if i.status != InteractionStatus::Pending {
         return Ok((i, announce));
     }
-    inbox::close(&mut i, &mut msg, status, reason, now_ms);
+    inbox::close(&mut i, &mut msg, status, c.reason, now_ms);
     tx.save_interaction(&i).await?;
     let doc = tx.save_message(&msg).await?;
     let entry = tx
@@ -224,7 +220,8 @@ pub(super) async fn cancel_pending<T: Tx>(
 ) -> StoreResult<Announce> {
     let mut announce = Announce::default();
     for id in tx.pending_interactions(conversation_id).await? {
-        let (_, a) = close(tx, &id, InteractionStatus::Cancelled, "takeover", now_ms).await?;
+        let c = Closing::taken_over(&id, now_ms);
+        let (_, a) = close(tx, &c).await?;
         announce.extend(a);
     }
     Ok(announce)

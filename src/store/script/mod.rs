@@ -13,6 +13,7 @@ use std::future::Future;
 use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 
+use crate::domain::ids::InteractionId;
 use crate::domain::inbox::{Interaction, NewInteraction};
 use crate::domain::interact::Action;
 use crate::domain::model::{Chatbot, Message};
@@ -85,7 +86,10 @@ pub trait Tx {
         msg: &Message,
         action: &Action,
     ) -> StoreResult<Vec<Interaction>>;
-    async fn pending_interactions(&mut self, conversation_id: &str) -> StoreResult<Vec<String>>;
+    async fn pending_interactions(
+        &mut self,
+        conversation_id: &str,
+    ) -> StoreResult<Vec<InteractionId>>;
     /// Inserts an interaction; an `ask` while another ask of the
     /// conversation is pending is `DialogPending`.
     async fn insert_interaction(&mut self, i: &NewInteraction, now_ms: i64) -> StoreResult<()>;

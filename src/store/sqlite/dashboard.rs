@@ -8,27 +8,18 @@ use crate::domain::status::EventStatus;
 use crate::store::{EndpointSel, RedeliverAll};
 
 impl SqliteStore {
-    pub(super) async fn redeliver_all_impl(
-        &self,
-        chatbot_id: String,
-        which: RedeliverAll,
-        now_ms: i64,
-    ) -> StoreResult<u64> {
-        let RedeliverAll {
-            status,
-            since,
-            endpoint,
-        } = which;
+    pub(super) async fn redeliver_all_impl(&self, which: RedeliverAll) -> StoreResult<u64> {
         let signals = self.signals.clone();
         let n = self
             .write(move |c| {
-                let since = since.unwrap_or(i64::MIN);
-                let others = match &endpoint {
+                let (chatbot_id, status) = (which.chatbot_id.as_str(), which.status);
+                let (since, now_ms) = (which.since.unwrap_or(i64::MIN), which.now_ms);
+                let others = match &which.endpoint {
                     Some(EndpointSel::Default) => 0,
-                    Some(EndpointSel::Other(id)) => redeliver_others(c, &chatbot_id, status, since, id, now_ms)?,
-                    None => redeliver_others(c, &chatbot_id, status, since, "", now_ms)?,
+                    Some(EndpointSel::Other(id)) => redeliver_others(c, &which, id)?,
+                    None => redeliver_others(c, &which, "")?,
                 };
-                if matches!(endpoint, Some(EndpointSel::Other(_))) {
+                if matches!(which.endpoint, Some(EndpointSel::Other(_))) {
                     return Ok(others);
                 }
                 if status == EventStatus::Failed {
@@ -94,26 +85,17 @@ impl SqliteStore {
     }
 }
 
-/// Redelivers the deliveries to endpoints other than the default (one, or
-/// all for `""`) in `status` of events created at or after `since`. Their
-/// order per conversation is kept by the claim, so no head to set.
-fn redeliver_others(
-    c: &Connection,
-    chatbot_id: &str,
-    status: EventStatus,
-    since: i64,
-    endpoint_id: &str,
-    now_ms: i64,
-) -> StoreResult<u64> {
-    let n = c.execute(
-        "UPDATE deliveries SET next_attempt_at = ?4,
-           status = CASE WHEN status = 'dead' THEN 'pending' ELSE status END,
-           attempt_base = CASE WHEN status = 'dead' THEN attempts ELSE attempt_base END,
-           leased_until = CASE WHEN status = 'dead' THEN 0 ELSE leased_until END,
-           is_head = CASE WHEN status = 'dead' THEN 1 ELSE is_head END
-         WHERE chatbot_id = ?1 AND status = ?2 AND (?5 = '' OR endpoint_id = ?5)
-           AND EXISTS (SELECT 1 FROM events e WHERE e.seq = deliveries.event_seq AND e.created_at >= ?3)",
-        params![chatbot_id, status.as_str(), since, now_ms, endpoint_id],
-    )?;
+/// A bulk redelivery's deliveries to endpoints other than the default: to
+/// `endpoint_id`, or all for `""` (`event_detail::REDELIVER_OTHERS`).
+fn redeliver_others(c: &Connection, w: &RedeliverAll, endpoint_id: &str) -> StoreResult<u64> {
+    let sql = crate::store::event_detail::REDELIVER_OTHERS.replace('$', "?");
+    let since = w.since.unwrap_or(i64::MIN);
+    let n = c.prepare_cached(&sql)?.execute(params![
+        w.chatbot_id.as_str(),
+        w.status.as_str(),
+        since,
+        w.now_ms,
+        endpoint_id
+    ])?;
     Ok(n as u64)
 }

@@ -157,15 +157,10 @@ impl Endpoints for SqliteStore {
         }))
     }
 
-    fn rotate_endpoint_secret(
-        &self,
-        chatbot_id: &str,
-        id: &str,
-        secret: String,
-        previous_until: i64,
-    ) -> StoreFut<'_, ()> {
-        let (chatbot_id, id) = (chatbot_id.to_string(), id.to_string());
+    fn rotate_endpoint_secret(&self, r: sql::Rotation) -> StoreFut<'_, ()> {
         Box::pin(async move {
+            let (chatbot_id, id) = (r.chatbot_id.to_string(), r.id.to_string());
+            let (secret, previous_until) = (r.secret, r.previous_until);
             let is_default = id == default_endpoint_id(&chatbot_id);
             let bot_id = chatbot_id.clone();
             let disabled = self

@@ -82,21 +82,15 @@ impl Deliveries for SqliteStore {
         Box::pin(async move { r?.ok_or(StoreError::NotFound) })
     }
 
-    fn redeliver(
-        &self,
-        chatbot_id: &str,
-        event_id: &str,
-        endpoint: Option<EndpointSel>,
-        now_ms: i64,
-    ) -> StoreFut<'_, ()> {
-        let (bid, eid) = (chatbot_id.to_string(), event_id.to_string());
+    fn redeliver(&self, r: Redeliver) -> StoreFut<'_, ()> {
+        let (bid, eid, endpoint, now_ms) = (r.chatbot_id, r.event_id, r.endpoint, r.now_ms);
         let signals = self.signals.clone();
         Box::pin(async move {
             self.write(move |c| {
                 let row: Option<(EventStatus, String, i64)> = c
                     .query_row(
                         "SELECT status, conversation_id, seq FROM events WHERE id = ?1 AND chatbot_id = ?2",
-                        [&eid, &bid],
+                        [eid.as_str(), bid.as_str()],
                         |r| Ok((status_col(r, 0)?, r.get(1)?, r.get(2)?)),
                     )
                     .optional()?;
@@ -146,13 +140,8 @@ impl Deliveries for SqliteStore {
         })
     }
 
-    fn redeliver_all(
-        &self,
-        chatbot_id: &str,
-        which: RedeliverAll,
-        now_ms: i64,
-    ) -> StoreFut<'_, u64> {
-        Box::pin(self.redeliver_all_impl(chatbot_id.to_string(), which, now_ms))
+    fn redeliver_all(&self, which: RedeliverAll) -> StoreFut<'_, u64> {
+        Box::pin(self.redeliver_all_impl(which))
     }
 
     fn enqueue_event(&self, event: NewEvent) -> StoreFut<'_, ()> {

@@ -78,26 +78,11 @@ impl Inbox for SqliteStore {
         })
     }
 
-    fn close_interaction(
-        &self,
-        id: &str,
-        status: InteractionStatus,
-        reason: &'static str,
-        now_ms: i64,
-    ) -> StoreFut<'_, Interaction> {
-        let id = id.to_string();
+    fn close_interaction(&self, closing: Closing) -> StoreFut<'_, Interaction> {
         let signals = self.signals.clone();
         Box::pin(async move {
             let (i, announce) = self
-                .write(move |c| {
-                    script::now(script::inbox::close(
-                        &mut Sql(c),
-                        &id,
-                        status,
-                        reason,
-                        now_ms,
-                    ))
-                })
+                .write(move |c| script::now(script::inbox::close(&mut Sql(c), &closing)))
                 .await?;
             announce.publish(signals.as_ref());
             Ok(i)

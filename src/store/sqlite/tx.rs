@@ -100,7 +100,10 @@ impl script::Tx for Sql<'_> {
         inbox::of_action(self.0, msg, action)
     }
 
-    async fn pending_interactions(&mut self, conversation_id: &str) -> StoreResult<Vec<String>> {
+    async fn pending_interactions(
+        &mut self,
+        conversation_id: &str,
+    ) -> StoreResult<Vec<crate::domain::ids::InteractionId>> {
         let mut s = self.0.prepare_cached(
             "SELECT id FROM interactions WHERE conversation_id = ?1 AND status = 'pending'",
         )?;
