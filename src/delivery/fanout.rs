@@ -19,6 +19,7 @@ use super::breaker::Breaker;
 use super::window::Window;
 use crate::domain::endpoints::RateLimit;
 use crate::domain::time::now_ms;
+use crate::store::ClaimAsk;
 use crate::store::fanout::{ClaimedDelivery, DeliveryRecord, Rooms};
 use crate::usecase::Services;
 
@@ -136,10 +137,13 @@ impl Fanout {
             if free > 0 {
                 let now = now_ms();
                 let size = free.min(CLAIM_BATCH);
-                match store
-                    .claim_deliveries(now, now + LEASE.as_millis() as i64, size, rooms)
-                    .await
-                {
+                let ask = ClaimAsk {
+                    now_ms: now,
+                    lease_until: now + LEASE.as_millis() as i64,
+                    limit: size,
+                    room: rooms,
+                };
+                match store.claim_deliveries(ask).await {
                     Ok(claimed) => {
                         more = claimed.len() >= size;
                         self.dispatch(claimed).await;

@@ -248,7 +248,7 @@ impl Dispatcher {
                     now_ms: now,
                     lease_until,
                     limit: size,
-                    skip,
+                    room: skip,
                 };
                 let claim = if scan {
                     store.claim_due(ask).await

@@ -27,14 +27,15 @@ pub struct Claimed {
 }
 
 /// What a claim asks for: up to `limit` due deliveries that head their
-/// conversation, none of a chatbot in `skip`, each leased until
-/// `lease_until`.
+/// conversation, each leased until `lease_until`, within `room`: the
+/// chatbots to pass over (the events, the default endpoints' deliveries)
+/// or each other endpoint's room (`fanout::Rooms`).
 #[derive(Debug, Clone)]
-pub struct ClaimAsk {
+pub struct ClaimAsk<R = Vec<ChatbotId>> {
     pub now_ms: i64,
     pub lease_until: i64,
     pub limit: usize,
-    pub skip: Vec<ChatbotId>,
+    pub room: R,
 }
 
 /// What one claim took, and when it took fewer than asked, when the next

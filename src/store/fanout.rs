@@ -4,7 +4,7 @@
 
 use serde_json::Value;
 
-use super::{AttemptRecord, Claimed};
+use super::{AttemptRecord, ClaimAsk, Claimed};
 use crate::domain::endpoints::{RateLimit, Route};
 use crate::domain::ids::{ChatbotId, ConversationId, EndpointId, EventId};
 
@@ -170,7 +170,7 @@ store_role! {
         /// Claims up to `limit` due deliveries of enabled endpoints that head
         /// their (endpoint, conversation), no more per endpoint than its room,
         /// leased until `lease_until`, oldest due first.
-        read fn claim_deliveries(&self, now_ms: i64, lease_until: i64, limit: usize, rooms: Rooms) -> Vec<ClaimedDelivery>;
+        read fn claim_deliveries(&self, ask: ClaimAsk<Rooms>) -> Vec<ClaimedDelivery>;
         /// Records attempts and moves each delivery on; a 410 disables its
         /// endpoint (`gone`).
         bg fn record_delivery_attempts(&self, records: Vec<DeliveryRecord>) -> ();

@@ -149,6 +149,17 @@ pub struct StreamEvent {
     pub data: String,
 }
 
+/// One page of a chatbot's list: the rows `filter` takes after `cursor`,
+/// at most `limit`, as they stand at `now_ms`.
+#[derive(Debug, Clone)]
+pub struct PageAsk<F, C = i64> {
+    pub chatbot_id: ChatbotId,
+    pub filter: F,
+    pub limit: usize,
+    pub cursor: Option<C>,
+    pub now_ms: i64,
+}
+
 /// A pending interaction ended: `status` (`expired` or `cancelled`) with
 /// `reason` on its blocks, at `now_ms`.
 #[derive(Debug, Clone)]
@@ -330,7 +341,7 @@ store_role! {
         read fn list_chatbots(&self, limit: usize, cursor: Option<String>) -> Page<Chatbot>;
         /// A chatbot's conversations, newest first (ids are time-ordered); the
         /// cursor is the last id of a page.
-        read fn list_conversations(&self, chatbot_id: &str, limit: usize, cursor: Option<String>, now_ms: i64) -> Page<ConversationSummary>;
+        read fn list_conversations(&self, ask: PageAsk<(), String>) -> Page<ConversationSummary>;
     }
 }
 
@@ -366,7 +377,7 @@ store_role! {
         /// entry in one transaction, or nothing.
         write fn interact(&self, req: InteractRequest) -> Interacted;
         read fn get_interaction(&self, chatbot_id: &str, id: &str) -> Interaction;
-        read fn list_interactions(&self, chatbot_id: &str, filter: InteractionFilter, limit: usize, cursor: Option<i64>, now_ms: i64) -> Page<Interaction>;
+        read fn list_interactions(&self, ask: PageAsk<InteractionFilter>) -> Page<Interaction>;
         /// Answers an interaction as a member, atomically, with the same effects
         /// as a visitor's click or submit.
         write fn answer_interaction(&self, req: AnswerRequest) -> AnswerOutcome;
@@ -414,7 +425,7 @@ store_role! {
 store_role! {
     /// The deliveries log: read, redelivered, a test event queued.
     pub trait Deliveries {
-        read fn list_events(&self, chatbot_id: &str, filter: EventFilter, limit: usize, cursor: Option<i64>) -> Page<EventSummary>;
+        read fn list_events(&self, ask: PageAsk<EventFilter>) -> Page<EventSummary>;
         read fn get_event(&self, chatbot_id: &str, event_id: &str) -> EventDetail;
         /// Delivers an event again: to one endpoint, or (`None`) to every
         /// endpoint it went to. `NotFound` when it has no delivery there.

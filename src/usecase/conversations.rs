@@ -6,7 +6,7 @@ use super::Services;
 use super::error::AppResult;
 use crate::domain::ids::{ChatbotId, ConversationId, hash_secret, new_id, new_secret};
 use crate::domain::model::{Conversation, Message, Person};
-use crate::store::{ConversationSummary, Page};
+use crate::store::{ConversationSummary, Page, PageAsk};
 
 /// A new conversation of `chatbot_id` and its visitor token; the visitor
 /// is named `display_name` or `Visitor NNNN`.
@@ -44,7 +44,7 @@ pub async fn open(
 /// match it.
 pub async fn list(
     st: &Services,
-    chatbot_id: &str,
+    chatbot_id: &ChatbotId,
     search: Option<String>,
     limit: usize,
     cursor: Option<String>,
@@ -57,9 +57,14 @@ pub async fn list(
                 .await?
         }
         None => {
-            st.store
-                .list_conversations(chatbot_id, limit, cursor, now_ms)
-                .await?
+            let ask = PageAsk {
+                chatbot_id: chatbot_id.clone(),
+                filter: (),
+                limit,
+                cursor,
+                now_ms,
+            };
+            st.store.list_conversations(ask).await?
         }
     })
 }

@@ -11,22 +11,26 @@ use crate::domain::model::Chatbot;
 use crate::domain::status::EventStatus;
 use crate::domain::time::rfc3339;
 use crate::store::{
-    EndpointSel, EventDetail, EventFilter, EventSummary, NewEvent, Page, Redeliver, RedeliverAll,
-    StoreError,
+    EndpointSel, EventDetail, EventFilter, EventSummary, NewEvent, Page, PageAsk, Redeliver,
+    RedeliverAll, StoreError,
 };
 
 /// A page of the chatbot's events, newest first.
 pub async fn list(
     st: &Services,
-    chatbot_id: &str,
+    chatbot_id: &ChatbotId,
     filter: EventFilter,
     limit: usize,
     cursor: Option<i64>,
 ) -> AppResult<Page<EventSummary>> {
-    Ok(st
-        .store
-        .list_events(chatbot_id, filter, limit, cursor)
-        .await?)
+    let ask = PageAsk {
+        chatbot_id: chatbot_id.clone(),
+        filter,
+        limit,
+        cursor,
+        now_ms: st.now_ms(),
+    };
+    Ok(st.store.list_events(ask).await?)
 }
 
 /// One event with its deliveries (one per endpoint) and their attempts.

@@ -10,21 +10,25 @@ use super::error::{AppError, AppResult};
 use crate::domain::ids::{ChatbotId, InteractionId, hash_secret};
 use crate::domain::inbox::Interaction;
 use crate::domain::model::{Chatbot, Person};
-use crate::store::{AnswerOutcome, AnswerRequest, InteractionFilter, Page};
+use crate::store::{AnswerOutcome, AnswerRequest, InteractionFilter, Page, PageAsk};
 
 /// A page of the chatbot's interactions, newest first.
 pub async fn list(
     st: &Services,
-    chatbot_id: &str,
+    chatbot_id: &ChatbotId,
     filter: InteractionFilter,
     limit: usize,
     cursor: Option<i64>,
     now_ms: i64,
 ) -> AppResult<Page<Interaction>> {
-    Ok(st
-        .store
-        .list_interactions(chatbot_id, filter, limit, cursor, now_ms)
-        .await?)
+    let ask = PageAsk {
+        chatbot_id: chatbot_id.clone(),
+        filter,
+        limit,
+        cursor,
+        now_ms,
+    };
+    Ok(st.store.list_interactions(ask).await?)
 }
 
 /// The context of each interaction (see [`context`]), in order; each

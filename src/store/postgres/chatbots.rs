@@ -177,12 +177,10 @@ impl Accounts for PostgresStore {
 
     fn list_conversations(
         &self,
-        chatbot_id: &str,
-        limit: usize,
-        cursor: Option<String>,
-        now_ms: i64,
-    ) -> StoreFut<'_, Page<crate::store::ConversationSummary>> {
-        let chatbot_id = chatbot_id.to_string();
+        ask: PageAsk<(), String>,
+    ) -> StoreFut<'_, Page<ConversationSummary>> {
+        let (chatbot_id, limit, cursor, now_ms) =
+            (ask.chatbot_id, ask.limit, ask.cursor, ask.now_ms);
         Box::pin(async move {
             let rows = sqlx::query(
                 "SELECT c.id, c.chatbot_id, c.visitor_id, c.visitor_name, c.taken_over_by, c.created_at,

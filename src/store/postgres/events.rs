@@ -5,14 +5,8 @@ use crate::domain::status::EventStatus;
 use crate::store::{DeliveryRow, EndpointSel, EventDetail, list_events_sql};
 
 impl Deliveries for PostgresStore {
-    fn list_events(
-        &self,
-        chatbot_id: &str,
-        filter: EventFilter,
-        limit: usize,
-        cursor: Option<i64>,
-    ) -> StoreFut<'_, Page<EventSummary>> {
-        let bid = chatbot_id.to_string();
+    fn list_events(&self, ask: PageAsk<EventFilter>) -> StoreFut<'_, Page<EventSummary>> {
+        let (bid, filter, limit, cursor) = (ask.chatbot_id, ask.filter, ask.limit, ask.cursor);
         Box::pin(async move {
             let sql = list_events_sql(filter.endpoint.as_ref(), true);
             let mut q = sqlx::query(&sql)

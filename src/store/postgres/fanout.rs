@@ -174,13 +174,9 @@ impl Fanout for PostgresStore {
         })
     }
 
-    fn claim_deliveries(
-        &self,
-        now_ms: i64,
-        lease_until: i64,
-        limit: usize,
-        rooms: Rooms,
-    ) -> StoreFut<'_, Vec<ClaimedDelivery>> {
+    fn claim_deliveries(&self, ask: ClaimAsk<Rooms>) -> StoreFut<'_, Vec<ClaimedDelivery>> {
+        let (now_ms, lease_until, limit, rooms) =
+            (ask.now_ms, ask.lease_until, ask.limit, ask.room);
         Box::pin(async move {
             // The due heads ranked within their endpoint, so that each
             // endpoint gives no more than its room.

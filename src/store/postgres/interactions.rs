@@ -34,13 +34,8 @@ impl Inbox for PostgresStore {
 
     fn list_interactions(
         &self,
-        chatbot_id: &str,
-        filter: InteractionFilter,
-        limit: usize,
-        cursor: Option<i64>,
-        now_ms: i64,
+        ask: PageAsk<InteractionFilter>,
     ) -> StoreFut<'_, Page<Interaction>> {
-        let bid = chatbot_id.to_string();
         Box::pin(async move {
             let rows = sqlx::query(&format!(
                 "SELECT {}, seq FROM interactions
@@ -52,19 +47,19 @@ impl Inbox for PostgresStore {
                  ORDER BY seq DESC LIMIT $6",
                 inbox::COLS
             ))
-            .bind(&bid)
-            .bind(cursor.unwrap_or(i64::MAX))
-            .bind(&filter.conversation_id)
-            .bind(filter.status.map(InteractionStatus::as_str))
-            .bind(now_ms)
-            .bind(limit as i64 + 1)
+            .bind(ask.chatbot_id.as_str())
+            .bind(ask.cursor.unwrap_or(i64::MAX))
+            .bind(&ask.filter.conversation_id)
+            .bind(ask.filter.status.map(InteractionStatus::as_str))
+            .bind(ask.now_ms)
+            .bind(ask.limit as i64 + 1)
             .fetch_all(&self.pool)
             .await?;
             let out = rows
                 .iter()
                 .map(|r| Ok((inbox::row(r)?, r.try_get::<i64, _>(14)?)))
                 .collect::<Result<Vec<_>, sqlx::Error>>()?;
-            Ok(page_of(out, limit))
+            Ok(page_of(out, ask.limit))
         })
     }
 

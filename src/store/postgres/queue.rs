@@ -247,7 +247,7 @@ impl PostgresStore {
     async fn take_queued(&self, ask: &ClaimAsk) -> Vec<Claimed> {
         let (taken, back) = self
             .queued
-            .take(ask.now_ms, ask.lease_until, ask.limit, &ask.skip);
+            .take(ask.now_ms, ask.lease_until, ask.limit, &ask.room);
         if !back.is_empty() {
             // The ones taken start whatever this does.
             if let Err(e) = release_to_table(&self.pool, &self.instance, back).await {
@@ -289,7 +289,7 @@ impl Queue for PostgresStore {
                 now_ms,
                 lease_until,
                 limit,
-                skip,
+                room: skip,
             } = ask;
             if out.len() >= limit {
                 return Ok(Claim {

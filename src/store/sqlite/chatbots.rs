@@ -138,11 +138,10 @@ impl Accounts for SqliteStore {
 
     fn list_conversations(
         &self,
-        chatbot_id: &str,
-        limit: usize,
-        cursor: Option<String>,
-        now_ms: i64,
-    ) -> StoreFut<'_, Page<crate::store::ConversationSummary>> {
+        ask: PageAsk<(), String>,
+    ) -> StoreFut<'_, Page<ConversationSummary>> {
+        let (chatbot_id, limit, now_ms) = (ask.chatbot_id.as_str(), ask.limit, ask.now_ms);
+        let cursor = &ask.cursor;
         let r = self.read(|c| {
             c.prepare_cached(
                 "SELECT c.id, c.chatbot_id, c.visitor_id, c.visitor_name, c.taken_over_by, c.created_at,

@@ -5,18 +5,13 @@ use crate::domain::status::EventStatus;
 use crate::store::{DeliveryRow, EndpointSel, EventDetail, list_events_sql};
 
 impl Deliveries for SqliteStore {
-    fn list_events(
-        &self,
-        chatbot_id: &str,
-        filter: EventFilter,
-        limit: usize,
-        cursor: Option<i64>,
-    ) -> StoreFut<'_, Page<EventSummary>> {
+    fn list_events(&self, ask: PageAsk<EventFilter>) -> StoreFut<'_, Page<EventSummary>> {
+        let (chatbot_id, filter, limit) = (ask.chatbot_id.as_str(), &ask.filter, ask.limit);
         let r = self.read(|c| {
             let mut s = c.prepare_cached(&list_events_sql(filter.endpoint.as_ref(), false))?;
             let (status, cursor, limit) = (
                 filter.status.map(EventStatus::as_str),
-                cursor.unwrap_or(i64::MAX),
+                ask.cursor.unwrap_or(i64::MAX),
                 limit as i64 + 1,
             );
             let mut args: Vec<&dyn rusqlite::ToSql> = vec![

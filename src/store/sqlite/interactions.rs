@@ -34,12 +34,9 @@ impl Inbox for SqliteStore {
 
     fn list_interactions(
         &self,
-        chatbot_id: &str,
-        filter: InteractionFilter,
-        limit: usize,
-        cursor: Option<i64>,
-        now_ms: i64,
+        ask: PageAsk<InteractionFilter>,
     ) -> StoreFut<'_, Page<Interaction>> {
+        let (f, limit) = (&ask.filter, ask.limit);
         let r = self.read(|c| {
             let mut s = c.prepare_cached(&format!(
                 "SELECT {}, seq FROM interactions
@@ -52,7 +49,7 @@ impl Inbox for SqliteStore {
                 inbox::COLS
             ))?;
             let rows = s.query_map(
-                params![chatbot_id, cursor.unwrap_or(i64::MAX), filter.conversation_id, filter.status.map(InteractionStatus::as_str), now_ms, limit as i64 + 1],
+                params![ask.chatbot_id, ask.cursor.unwrap_or(i64::MAX), f.conversation_id, f.status.map(InteractionStatus::as_str), ask.now_ms, limit as i64 + 1],
                 |r| Ok((inbox::row(r)?, r.get::<_, i64>(14)?)),
             )?;
             rows.collect::<rusqlite::Result<Vec<_>>>()

@@ -106,7 +106,7 @@ impl SqliteStore {
     /// claim may find work no wake-up announces.
     fn take_due(&self, ask: &ClaimAsk) -> StoreResult<(Vec<Claimed>, Option<Option<i64>>)> {
         let (now_ms, lease_until, limit, skip) =
-            (ask.now_ms, ask.lease_until, ask.limit, &ask.skip[..]);
+            (ask.now_ms, ask.lease_until, ask.limit, &ask.room[..]);
         // One process owns a SQLite file, so leases live in memory: a claim
         // takes the hot queue first and reads the table only when it may
         // hold more (see `claims`), with no write transaction of its own.
@@ -446,7 +446,7 @@ mod tests {
             now_ms: 10,
             lease_until,
             limit: 16,
-            skip: vec![],
+            room: vec![],
         }
     }
 

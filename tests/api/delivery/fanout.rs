@@ -485,15 +485,16 @@ async fn a_claim_takes_no_more_from_an_endpoint_than_its_room() {
     let store = open_store(&app).await;
     let now = blockhook::domain::time::now_ms();
     let lease = now + 60_000;
+    let ask = |room: Rooms| blockhook::store::ClaimAsk { now_ms: now, lease_until: lease, limit: 10, room };
     let room = |n: i64| Rooms {
         named: vec![(blockhook::domain::ids::EndpointId::stored(ep.id.clone()), n)],
         others: 32,
     };
-    assert!(store.claim_deliveries(now, lease, 10, room(0)).await.expect("claim").is_empty());
-    let one = store.claim_deliveries(now, lease, 10, room(1)).await.expect("claim");
+    assert!(store.claim_deliveries(ask(room(0))).await.expect("claim").is_empty());
+    let one = store.claim_deliveries(ask(room(1))).await.expect("claim");
     assert_eq!(one.len(), 1);
     let rest = store
-        .claim_deliveries(now, lease, 10, Rooms { named: vec![], others: 5 })
+        .claim_deliveries(ask(Rooms { named: vec![], others: 5 }))
         .await
         .expect("claim");
     assert_eq!(rest.len(), 2, "the two heads left, when the room is larger");
