@@ -67,7 +67,11 @@ export class Events {
   }
 
   async load(cursor) {
+    // Only the newest load is shown: one that a filter change or another
+    // load overtook while it was on its way is dropped.
+    const seq = (this.seq = (this.seq || 0) + 1);
     const r = await api("GET", this.query(cursor));
+    if (seq !== this.seq) return;
     if (r.status === 401) return this.opts.onExpired();
     if (!r.ok) return this.root.replaceChildren(h("p", { class: "result is-error" }, problem(r)));
     if (!cursor) {

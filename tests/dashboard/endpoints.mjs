@@ -94,8 +94,17 @@ export function endpointScenarios({ input, WAIT, NARROW, DESKTOP, axe, shot, ove
       await f.selectOption("#endpoint-filter", id);
       await f.waitForFunction(() => document.querySelectorAll("tr.event-row").length === 1 && document.querySelector("tr.event-row td:nth-child(2)").textContent === "webhook.test", null, { timeout: WAIT });
       out.filtered = await f.locator("tr.event-row").evaluateAll((rs) => rs.map((r) => r.dataset.eventId));
-      await f.locator("tr.event-row").first().click();
-      await f.waitForSelector(`tr.detail-row .delivery[data-endpoint-id="${id}"] tr.attempt`, { timeout: WAIT });
+      // The detail is read when it opens: opened again (read again) when a
+      // list load still on its way redrew the table and closed it, or when
+      // it was read before the attempt's record was written.
+      const attempt = `tr.detail-row .delivery[data-endpoint-id="${id}"] tr.attempt`;
+      for (let tries = 0; ; tries++) {
+        if (await f.locator("tr.detail-row").count()) await f.locator("tr.event-row").first().click();
+        await f.locator("tr.event-row").first().click();
+        const shown = await f.waitForSelector(attempt, { timeout: WAIT / 3 }).then(() => true, () => false);
+        if (shown) break;
+        if (tries === 2) throw new Error(`no attempt of ${id} in the event's detail: ${await f.locator("tr.detail-row").allInnerTexts()}`);
+      }
       out.delivery = await f.locator(`tr.detail-row .delivery[data-endpoint-id="${id}"]`).innerText();
       await f.click(`tr.detail-row .delivery[data-endpoint-id="${id}"] button.redeliver`);
       await f.waitForFunction(() => /Queued again/.test(document.querySelector("tr.detail-row .result")?.textContent || ""), null, { timeout: WAIT });
