@@ -12,14 +12,13 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::domain::ids::ChatbotId;
 use crate::domain::time::now_ms;
 use crate::store::StoreResult;
-use crate::store::fanout::{EndpointRoute, NewDelivery, Unrouted};
+use crate::store::fanout::{EndpointRoute, NewDelivery, Unrouted, takers};
 use crate::usecase::Services;
 
 /// Most events routed in one transaction.
@@ -93,23 +92,20 @@ pub fn matching(events: &[Unrouted], endpoints: &[EndpointRoute]) -> Vec<NewDeli
         let Some(eps) = by_bot.get(ev.chatbot_id.as_str()) else {
             continue;
         };
-        // A test goes only where it was sent (`POST /api/v1/events/test` to
-        // the default endpoint; a test to another endpoint is routed already).
-        if ev.event_type == crate::domain::events::WEBHOOK_TEST {
-            continue;
-        }
-        let payload: Value = serde_json::from_slice(&ev.payload).unwrap_or(Value::Null);
-        for ep in eps {
-            if ep.created_at <= ev.created_at && ep.route.matches(&ev.event_type, &payload) {
-                out.push(NewDelivery {
-                    event_seq: ev.seq,
-                    event_id: ev.event_id.clone(),
-                    endpoint_id: ep.id.clone(),
-                    chatbot_id: ev.chatbot_id.clone(),
-                    conversation_id: ev.conversation_id.clone(),
-                    created_at: ev.created_at,
-                });
-            }
+        for ep in takers(
+            &ev.event_type,
+            &ev.payload,
+            ev.created_at,
+            eps.iter().copied(),
+        ) {
+            out.push(NewDelivery {
+                event_seq: ev.seq,
+                event_id: ev.event_id.clone(),
+                endpoint_id: ep.id.clone(),
+                chatbot_id: ev.chatbot_id.clone(),
+                conversation_id: ev.conversation_id.clone(),
+                created_at: ev.created_at,
+            });
         }
     }
     out

@@ -29,6 +29,37 @@ pub struct EndpointRoute {
     pub route: Route,
 }
 
+/// The endpoints of `endpoints` (its chatbot's, other than the default)
+/// an event goes to: those that existed when it was accepted and whose
+/// route takes it. A test goes only where it was sent (the default
+/// endpoint, or the endpoint it was sent to, routed already). The payload
+/// is parsed only when a filter needs it.
+pub fn takers<'a>(
+    event_type: &str,
+    payload: &[u8],
+    created_at: i64,
+    endpoints: impl IntoIterator<Item = &'a EndpointRoute>,
+) -> Vec<&'a EndpointRoute> {
+    if event_type == crate::domain::events::WEBHOOK_TEST {
+        return Vec::new();
+    }
+    let mut parsed: Option<Value> = None;
+    endpoints
+        .into_iter()
+        .filter(|ep| {
+            if ep.created_at > created_at {
+                return false;
+            }
+            let body = match ep.route.filter {
+                None => &Value::Null,
+                Some(_) => &*parsed
+                    .get_or_insert_with(|| serde_json::from_slice(payload).unwrap_or(Value::Null)),
+            };
+            ep.route.matches(event_type, body)
+        })
+        .collect()
+}
+
 /// A delivery the router creates.
 #[derive(Debug, Clone)]
 pub struct NewDelivery {

@@ -30,6 +30,67 @@ fn claimed_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<ClaimedDelivery> {
     })
 }
 
+fn route_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<EndpointRoute> {
+    let types: Option<String> = r.get(3)?;
+    let filter: Option<String> = r.get(4)?;
+    Ok(EndpointRoute {
+        id: r.get(0)?,
+        chatbot_id: r.get(1)?,
+        created_at: r.get(2)?,
+        route: parse_route(types.as_deref(), filter.as_deref()),
+    })
+}
+
+/// Inserts a delivery (once per event and endpoint, and only while both
+/// exist), the head of its (endpoint, conversation) pair when nothing
+/// earlier of the pair is still to make. Run in event order, each sees the
+/// ones before it.
+fn insert_delivery(c: &Connection, d: &NewDelivery) -> rusqlite::Result<usize> {
+    c.prepare_cached(
+        "INSERT OR IGNORE INTO deliveries (event_seq, event_id, endpoint_id, chatbot_id, conversation_id, status, next_attempt_at, created_at, is_head)
+         SELECT ?1, ?2, ?3, ?4, ?5, 'pending', ?6, ?6,
+                NOT EXISTS (SELECT 1 FROM deliveries b INDEXED BY deliveries_active
+                            WHERE b.endpoint_id = ?3 AND b.conversation_id = ?5 AND b.status IN ('pending', 'failed'))
+         WHERE EXISTS (SELECT 1 FROM endpoints WHERE id = ?3) AND EXISTS (SELECT 1 FROM events WHERE seq = ?1)",
+    )?
+    .execute(params![
+        d.event_seq,
+        d.event_id,
+        d.endpoint_id,
+        d.chatbot_id,
+        d.conversation_id,
+        d.created_at
+    ])
+}
+
+/// Routes an event in the transaction that inserts it (`seq`): one
+/// delivery per endpoint of its chatbot, other than the default, whose
+/// route takes it. Returns how many.
+pub(super) fn route_inserted(c: &Connection, seq: i64, e: &NewEvent) -> StoreResult<usize> {
+    let routes: Vec<EndpointRoute> = c
+        .prepare_cached(
+            "SELECT id, chatbot_id, created_at, event_types, filter FROM endpoints
+             WHERE chatbot_id = ?1 AND is_default = 0 ORDER BY created_at, id",
+        )?
+        .query_map([&e.chatbot_id], route_row)?
+        .collect::<rusqlite::Result<_>>()?;
+    let mut n = 0;
+    for ep in takers(e.event_type, &e.payload, e.created_at, &routes) {
+        n += insert_delivery(
+            c,
+            &NewDelivery {
+                event_seq: seq,
+                event_id: e.id.clone(),
+                endpoint_id: ep.id.clone(),
+                chatbot_id: e.chatbot_id.clone(),
+                conversation_id: e.conversation_id.clone(),
+                created_at: e.created_at,
+            },
+        )?;
+    }
+    Ok(n)
+}
+
 impl Fanout for SqliteStore {
     fn unrouted(&self, limit: usize) -> StoreFut<'_, Vec<Unrouted>> {
         let r = self.read(|c| {
@@ -61,16 +122,7 @@ impl Fanout for SqliteStore {
                  WHERE chatbot_id IN (SELECT value FROM json_each(?1)) AND is_default = 0
                  ORDER BY created_at, id",
             )?
-            .query_map([ids], |r| {
-                let types: Option<String> = r.get(3)?;
-                let filter: Option<String> = r.get(4)?;
-                Ok(EndpointRoute {
-                    id: r.get(0)?,
-                    chatbot_id: r.get(1)?,
-                    created_at: r.get(2)?,
-                    route: parse_route(types.as_deref(), filter.as_deref()),
-                })
-            })?
+            .query_map([ids], route_row)?
             .collect()
         });
         Box::pin(async move { r })
@@ -107,22 +159,8 @@ impl Fanout for SqliteStore {
             self.write_decided(true, move |c| {
                 // In event order, one by one: each sees the ones before it,
                 // so the head of its (endpoint, conversation) pair is exact.
-                let mut ins = c.prepare_cached(
-                    "INSERT OR IGNORE INTO deliveries (event_seq, event_id, endpoint_id, chatbot_id, conversation_id, status, next_attempt_at, created_at, is_head)
-                     SELECT ?1, ?2, ?3, ?4, ?5, 'pending', ?6, ?6,
-                            NOT EXISTS (SELECT 1 FROM deliveries b INDEXED BY deliveries_active
-                                        WHERE b.endpoint_id = ?3 AND b.conversation_id = ?5 AND b.status IN ('pending', 'failed'))
-                     WHERE EXISTS (SELECT 1 FROM endpoints WHERE id = ?3) AND EXISTS (SELECT 1 FROM events WHERE seq = ?1)",
-                )?;
                 for d in &deliveries {
-                    ins.execute(params![
-                        d.event_seq,
-                        d.event_id,
-                        d.endpoint_id,
-                        d.chatbot_id,
-                        d.conversation_id,
-                        d.created_at
-                    ])?;
+                    insert_delivery(c, d)?;
                 }
                 let mut done = c.prepare_cached("UPDATE events SET routed = 1 WHERE seq = ?1")?;
                 for seq in routed {

@@ -8,9 +8,8 @@ use crate::domain::ids::EventId;
 /// Inserts an event; returns it as a delivery to hand out at once when it
 /// is the head of its conversation (nothing earlier still to deliver).
 ///
-/// `routed` is 0 when the chatbot has endpoints besides its default one
-/// (the router matches the event against them); a `webhook.test` goes to
-/// the default endpoint only.
+/// In the same transaction, the event is routed to its chatbot's endpoints
+/// besides the default one (§13): one delivery per endpoint that takes it.
 pub(super) fn insert_event(conn: &Connection, e: NewEvent) -> StoreResult<Option<Claimed>> {
     // Two plain statements: a RETURNING clause measured dearer than both.
     let known = writer_cache::active(&e.conversation_id);
@@ -24,8 +23,7 @@ pub(super) fn insert_event(conn: &Connection, e: NewEvent) -> StoreResult<Option
     };
     conn.prepare_cached(
         "INSERT INTO events (id, chatbot_id, conversation_id, type, payload, created_at, status, attempts, next_attempt_at, is_head, traceparent, routed)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'pending', 0, ?6, ?7, ?8,
-                 CASE WHEN ?4 <> 'webhook.test' AND EXISTS (SELECT 1 FROM endpoints WHERE chatbot_id = ?2 AND is_default = 0) THEN 0 ELSE 1 END)",
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'pending', 0, ?6, ?7, ?8, 1)",
     )
     .and_then(|mut s| {
         s.execute(params![
@@ -45,6 +43,9 @@ pub(super) fn insert_event(conn: &Connection, e: NewEvent) -> StoreResult<Option
         None => {}
     }
     let seq = conn.last_insert_rowid();
+    if super::fanout::route_inserted(conn, seq, &e)? > 0 {
+        writer_cache::routed();
+    }
     Ok((!behind).then(|| Claimed::fresh(seq, e, None)))
 }
 

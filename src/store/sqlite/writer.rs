@@ -52,6 +52,8 @@ pub(super) struct Ran {
 pub(super) struct Synced {
     done: Vec<Done>,
     hot: Vec<Claimed>,
+    /// It created deliveries to endpoints other than the default.
+    routed: bool,
 }
 
 /// A write and whether its commit must reach the disk before it is
@@ -263,12 +265,15 @@ pub(super) fn writer_loop(
             }
             hot.clear();
         }
-        if commit.is_ok() && (durable || !hot.is_empty()) {
+        // Deliveries are made only by durable jobs (event inserts).
+        let routed = writer_cache::take_routed() && commit.is_ok();
+        if commit.is_ok() && (durable || !hot.is_empty() || routed) {
             // Answered once the WAL reached the disk; the next batch runs
             // meanwhile.
             let batch = Synced {
                 done: std::mem::replace(&mut done, Vec::with_capacity(MAX_BATCH)),
                 hot: std::mem::take(&mut hot),
+                routed,
             };
             if let Err(crossbeam_channel::SendError(batch)) = sync.send(batch) {
                 claims
@@ -336,6 +341,9 @@ pub(super) fn syncer_loop(
                 );
             }
             Ok(()) => {
+                if batches.iter().any(|b| b.routed) {
+                    signals.deliveries_due();
+                }
                 let mut hot = batches.iter_mut().flat_map(|b| b.hot.drain(..)).peekable();
                 if hot.peek().is_some() {
                     claims.lock().offer(hot);

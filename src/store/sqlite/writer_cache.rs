@@ -20,6 +20,22 @@ thread_local! {
     static CACHE: RefCell<Option<lru::LruCache<String, Entry>>> = const { RefCell::new(None) };
 }
 
+thread_local! {
+    /// The open batch created deliveries (§13): the fan-out is woken once
+    /// it is on disk.
+    static ROUTED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// A job of the open batch created deliveries.
+pub fn routed() {
+    ROUTED.with(|r| r.set(true));
+}
+
+/// Whether the batch just ended created deliveries; starts the next clean.
+pub fn take_routed() -> bool {
+    ROUTED.with(|r| r.replace(false))
+}
+
 /// Gives the calling thread (the writer) its caches.
 pub fn enable() {
     CACHE.with(|c| *c.borrow_mut() = Some(lru::LruCache::new(CAPACITY)));
