@@ -226,27 +226,56 @@ impl Fanout for PostgresStore {
                 .filter(|r| r.rec.next.is_final())
                 .map(|r| r.endpoint_id.clone())
                 .collect();
-            lock_endpoints(&mut tx, &ended).await?;
-            // A delivery is in flight once at a time, so a batch names each
-            // once; should one be named twice, its records go in turn.
-            let mut rest = &records[..];
-            while !rest.is_empty() {
-                let mut seen = std::collections::HashSet::new();
-                let n = rest.iter().take_while(|r| seen.insert(r.rec.seq)).count();
-                record_set(&mut tx, &rest[..n]).await?;
-                rest = &rest[n..];
+            if !ended.is_empty() {
+                lock_endpoints(&mut tx, &ended).await?;
             }
-            for r in records
-                .iter()
-                .filter(|r| r.rec.next == AttemptNext::EndpointGone)
-            {
-                sqlx::query(
-                    "UPDATE endpoints SET enabled = 0, disabled_reason = 'gone', updated_at = $2 WHERE id = $1",
+            for r in &records {
+                let rec = &r.rec;
+                let next = match rec.next {
+                    AttemptNext::Succeeded | AttemptNext::Dead | AttemptNext::Skipped => 0,
+                    AttemptNext::RetryAt(t) => t,
+                    AttemptNext::EndpointGone => rec.at_ms,
+                };
+                let changed = sqlx::query(
+                    "UPDATE deliveries SET status = $2, attempts = GREATEST(attempts, $3), next_attempt_at = $4,
+                     leased_until = 0 WHERE seq = $1",
                 )
-                .bind(&r.endpoint_id)
-                .bind(r.rec.at_ms)
+                .bind(rec.seq)
+                .bind(rec.next.status_str())
+                .bind(rec.number as i64)
+                .bind(next)
                 .execute(&mut *tx)
-                .await?;
+                .await?
+                .rows_affected();
+                if changed == 0 {
+                    // Deleted with its endpoint or event while on the wire.
+                    continue;
+                }
+                if rec.next.is_final() {
+                    promote_next(&mut tx, &r.endpoint_id, &rec.conversation_id).await?;
+                }
+                let q = sqlx::query(
+                    "INSERT INTO delivery_attempts (delivery_seq, number, event_id, endpoint_id, at, status_code,
+                       duration_ms, error, response_excerpt, request_headers)
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+                     ON CONFLICT (delivery_seq, number) DO UPDATE SET at = EXCLUDED.at, status_code = EXCLUDED.status_code,
+                       duration_ms = EXCLUDED.duration_ms, error = EXCLUDED.error,
+                       response_excerpt = EXCLUDED.response_excerpt, request_headers = EXCLUDED.request_headers",
+                )
+                .bind(rec.seq)
+                .bind(rec.number as i64)
+                .bind(&rec.event_id)
+                .bind(&r.endpoint_id);
+                super::queue::bind_outcome(q, rec).execute(&mut *tx).await?;
+                if rec.next == AttemptNext::EndpointGone {
+                    sqlx::query(
+                        "UPDATE endpoints SET enabled = 0, disabled_reason = 'gone', updated_at = $2 WHERE id = $1",
+                    )
+                    .bind(&r.endpoint_id)
+                    .bind(rec.at_ms)
+                    .execute(&mut *tx)
+                    .await?;
+                }
             }
             tx.commit().await?;
             self.signals.deliveries_due();
@@ -338,91 +367,6 @@ async fn lock_endpoints(
     .bind(ids)
     .execute(&mut **tx)
     .await?;
-    Ok(())
-}
-
-/// Records attempts of distinct deliveries in one statement, whatever
-/// their number (one statement per row measured as most of PostgreSQL's
-/// time with three endpoints): updates the deliveries, inserts the
-/// attempts of those still there (one deleted with its endpoint or event
-/// while on the wire has none), and promotes the next delivery of each
-/// pair whose delivery ended: the earliest still to make that is not in
-/// the set (the statement sees the set's deliveries as they were before
-/// it). Bookkeeping: committed without waiting for the disk, as the
-/// default endpoint's attempts are (a loss repeats a send, never drops one).
-async fn record_set(
-    tx: &mut sqlx::Transaction<'_, sqlx::Postgres>,
-    records: &[DeliveryRecord],
-) -> StoreResult<()> {
-    let n = records.len();
-    let mut cols = super::queue::Outcomes::with_capacity(n);
-    let (mut seqs, mut numbers, mut statuses, mut nexts) = (
-        Vec::with_capacity(n),
-        Vec::with_capacity(n),
-        Vec::with_capacity(n),
-        Vec::with_capacity(n),
-    );
-    let (mut events, mut endpoints) = (Vec::with_capacity(n), Vec::with_capacity(n));
-    let mut ended: Vec<(&str, &str)> = Vec::new();
-    for r in records {
-        let rec = &r.rec;
-        seqs.push(rec.seq);
-        numbers.push(rec.number as i64);
-        events.push(rec.event_id.as_str());
-        endpoints.push(r.endpoint_id.as_str());
-        cols.push(rec);
-        let (status, next, _) = super::queue::attempt_outcome(rec);
-        statuses.push(status);
-        nexts.push(next);
-        if rec.next.is_final() {
-            ended.push((r.endpoint_id.as_str(), rec.conversation_id.as_str()));
-        }
-    }
-    ended.sort_unstable();
-    ended.dedup();
-    let (ended_eps, ended_convs): (Vec<&str>, Vec<&str>) = ended.into_iter().unzip();
-    let q = sqlx::query_scalar::<_, i64>(
-        "WITH unflushed AS MATERIALIZED (SELECT set_config('synchronous_commit', 'off', true)),
-         changed AS (
-           UPDATE deliveries d SET status = u.status, attempts = GREATEST(d.attempts, u.number),
-             next_attempt_at = u.next, leased_until = 0
-           FROM UNNEST($1::bigint[], $2::bigint[], $11::text[], $12::bigint[]) AS u(seq, number, status, next)
-           WHERE d.seq = u.seq
-           RETURNING d.seq
-         ), attempted AS (
-           INSERT INTO delivery_attempts (delivery_seq, number, event_id, endpoint_id, at, status_code,
-             duration_ms, error, response_excerpt, request_headers)
-           SELECT a.* FROM UNNEST($1::bigint[], $2::bigint[], $3::text[], $4::text[], $5::bigint[], $6::bigint[],
-               $7::bigint[], $8::text[], $9::text[], $10::text[])
-             AS a(delivery_seq, number, event_id, endpoint_id, at, status_code, duration_ms, error, response_excerpt, request_headers)
-           WHERE a.delivery_seq IN (SELECT seq FROM changed)
-           ON CONFLICT (delivery_seq, number) DO UPDATE SET at = EXCLUDED.at, status_code = EXCLUDED.status_code,
-             duration_ms = EXCLUDED.duration_ms, error = EXCLUDED.error,
-             response_excerpt = EXCLUDED.response_excerpt, request_headers = EXCLUDED.request_headers
-         ), promoted AS (
-           UPDATE deliveries SET is_head = 1 WHERE seq IN (
-             SELECT n.seq FROM UNNEST($13::text[], $14::text[]) AS p(ep, conv)
-             CROSS JOIN LATERAL (
-               SELECT seq FROM deliveries
-               WHERE endpoint_id = p.ep AND conversation_id = p.conv AND status IN ('pending', 'failed')
-                 AND NOT (seq = ANY($1))
-               ORDER BY seq LIMIT 1) n)
-           AND is_head = 0
-           RETURNING 1
-         )
-         SELECT (SELECT count(*) FROM promoted) FROM unflushed",
-    )
-    .bind(&seqs)
-    .bind(&numbers)
-    .bind(&events)
-    .bind(&endpoints);
-    cols.bind(q)
-        .bind(&statuses)
-        .bind(&nexts)
-        .bind(&ended_eps)
-        .bind(&ended_convs)
-        .fetch_one(&mut **tx)
-        .await?;
     Ok(())
 }
 

@@ -77,53 +77,6 @@ pub(super) fn bind_outcome<'q>(
         .bind(&rec.request_headers)
 }
 
-/// What attempts came to, one array per column from `at` to
-/// `request_headers` (the order both attempts tables keep them), to bind
-/// to a set-based statement.
-pub(super) struct Outcomes<'a> {
-    at: Vec<i64>,
-    codes: Vec<Option<i64>>,
-    durations: Vec<i64>,
-    errors: Vec<Option<&'a str>>,
-    excerpts: Vec<Option<&'a str>>,
-    headers: Vec<Option<&'a str>>,
-}
-
-impl<'a> Outcomes<'a> {
-    pub(super) fn with_capacity(n: usize) -> Self {
-        Self {
-            at: Vec::with_capacity(n),
-            codes: Vec::with_capacity(n),
-            durations: Vec::with_capacity(n),
-            errors: Vec::with_capacity(n),
-            excerpts: Vec::with_capacity(n),
-            headers: Vec::with_capacity(n),
-        }
-    }
-
-    pub(super) fn push(&mut self, rec: &'a AttemptRecord) {
-        self.at.push(rec.at_ms);
-        self.codes.push(rec.status_code.map(i64::from));
-        self.durations.push(rec.duration_ms);
-        self.errors.push(rec.error.as_deref());
-        self.excerpts.push(rec.response_excerpt.as_deref());
-        self.headers.push(rec.request_headers.as_deref());
-    }
-
-    /// Binds the six arrays, in order, as the query's next parameters.
-    pub(super) fn bind<'q, O>(
-        &'q self,
-        q: sqlx::query::QueryScalar<'q, sqlx::Postgres, O, sqlx::postgres::PgArguments>,
-    ) -> sqlx::query::QueryScalar<'q, sqlx::Postgres, O, sqlx::postgres::PgArguments> {
-        q.bind(&self.at)
-            .bind(&self.codes)
-            .bind(&self.durations)
-            .bind(&self.errors)
-            .bind(&self.excerpts)
-            .bind(&self.headers)
-    }
-}
-
 /// An attempt of an event's delivery to its default endpoint (not for an
 /// event erased while it was on the wire).
 const RECORD_ATTEMPT: &str = "INSERT INTO attempts (event_id, number, at, status_code, duration_ms, error, response_excerpt, request_headers)
@@ -191,8 +144,10 @@ pub(super) fn settable(records: &[AttemptRecord]) -> bool {
 /// [`record_one`] for each record; true when an event became head.
 pub(super) async fn record_set(tx: &mut Tx<'_>, records: &[AttemptRecord]) -> StoreResult<bool> {
     let n = records.len();
-    let mut cols = Outcomes::with_capacity(n);
-    let (mut ids, mut numbers) = (Vec::with_capacity(n), Vec::with_capacity(n));
+    let mut headers = Vec::with_capacity(n);
+    // One array per column (a batch is a few hundred rows at most).
+    let (mut ids, mut numbers, mut ats, mut codes, mut durations, mut errors, mut excerpts) =
+        <(Vec<_>, Vec<_>, Vec<_>, Vec<_>, Vec<_>, Vec<_>, Vec<_>)>::default();
     let (mut statuses, mut nexts, mut heads) = (
         Vec::with_capacity(n),
         Vec::with_capacity(n),
@@ -202,7 +157,12 @@ pub(super) async fn record_set(tx: &mut Tx<'_>, records: &[AttemptRecord]) -> St
     for rec in records {
         ids.push(rec.event_id.as_str());
         numbers.push(rec.number as i64);
-        cols.push(rec);
+        ats.push(rec.at_ms);
+        codes.push(rec.status_code.map(i64::from));
+        durations.push(rec.duration_ms);
+        errors.push(rec.error.as_deref());
+        excerpts.push(rec.response_excerpt.as_deref());
+        headers.push(rec.request_headers.as_deref());
         let (status, next, is_head) = attempt_outcome(rec);
         statuses.push(status);
         nexts.push(next);
@@ -219,7 +179,7 @@ pub(super) async fn record_set(tx: &mut Tx<'_>, records: &[AttemptRecord]) -> St
             .execute(&mut **tx)
             .await?;
     }
-    let promoted = sqlx::query_scalar(
+    let promoted: i64 = sqlx::query_scalar(
         "WITH unflushed AS MATERIALIZED (SELECT set_config('synchronous_commit', 'off', true)),
          attempted AS (
            INSERT INTO attempts (event_id, number, at, status_code, duration_ms, error, response_excerpt, request_headers)
@@ -250,15 +210,19 @@ pub(super) async fn record_set(tx: &mut Tx<'_>, records: &[AttemptRecord]) -> St
          SELECT (SELECT count(*) FROM promoted) FROM unflushed",
     )
     .bind(&ids)
-    .bind(&numbers);
-    let promoted: i64 = cols
-        .bind(promoted)
-        .bind(&statuses)
-        .bind(&nexts)
-        .bind(&heads)
-        .bind(&ended)
-        .fetch_one(&mut **tx)
-        .await?;
+    .bind(&numbers)
+    .bind(&ats)
+    .bind(&codes)
+    .bind(&durations)
+    .bind(&errors)
+    .bind(&excerpts)
+    .bind(&headers)
+    .bind(&statuses)
+    .bind(&nexts)
+    .bind(&heads)
+    .bind(&ended)
+    .fetch_one(&mut **tx)
+    .await?;
     Ok(promoted > 0)
 }
 
