@@ -252,6 +252,41 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    fn route(id: &str, created_at: i64, filter: Option<&str>) -> EndpointRoute {
+        EndpointRoute {
+            id: EndpointId::stored(id),
+            chatbot_id: ChatbotId::stored("cb_a"),
+            created_at,
+            route: parse_route(None, filter),
+        }
+    }
+
+    fn ids(eps: Vec<&EndpointRoute>) -> Vec<&str> {
+        eps.into_iter().map(|e| e.id.as_str()).collect()
+    }
+
+    #[test]
+    fn an_event_goes_to_the_endpoints_that_existed_and_take_it_and_a_test_to_none() {
+        let eps = [
+            route("ep_all", 10, None),
+            route("ep_yes", 10, Some(r#"{"action_id":["yes"]}"#)),
+            route("ep_late", 50, None),
+        ];
+        let clicked = "interaction.button_clicked";
+        assert_eq!(
+            ids(takers(clicked, br#"{"action_id":"yes"}"#, 20, &eps)),
+            ["ep_all", "ep_yes"]
+        );
+        assert_eq!(
+            ids(takers(clicked, br#"{"action_id":"no"}"#, 60, &eps)),
+            ["ep_all", "ep_late"]
+        );
+        // An unreadable payload matches no filter; an endpoint without one
+        // still takes the event.
+        assert_eq!(ids(takers(clicked, b"{", 60, &eps)), ["ep_all", "ep_late"]);
+        assert!(takers(crate::domain::events::WEBHOOK_TEST, b"{}", 60, &eps).is_empty());
+    }
+
     #[test]
     fn a_stored_route_parses_and_an_unreadable_one_matches_nothing() {
         let r = parse_route(
