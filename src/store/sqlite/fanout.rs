@@ -30,6 +30,10 @@ fn claimed_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<ClaimedDelivery> {
     })
 }
 
+/// The columns [`route_row`] reads, of an `endpoints` row.
+const ROUTE_COLS: &str = "id, chatbot_id, created_at, event_types, filter";
+
+/// An endpoint other than the default, as routing needs it.
 fn route_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<EndpointRoute> {
     let types: Option<String> = r.get(3)?;
     let filter: Option<String> = r.get(4)?;
@@ -68,10 +72,10 @@ fn insert_delivery(c: &Connection, d: &NewDelivery) -> rusqlite::Result<usize> {
 /// route takes it. Returns how many.
 pub(super) fn route_inserted(c: &Connection, seq: i64, e: &NewEvent) -> StoreResult<usize> {
     let routes: Vec<EndpointRoute> = c
-        .prepare_cached(
-            "SELECT id, chatbot_id, created_at, event_types, filter FROM endpoints
-             WHERE chatbot_id = ?1 AND is_default = 0 ORDER BY created_at, id",
-        )?
+        .prepare_cached(&format!(
+            "SELECT {ROUTE_COLS} FROM endpoints
+             WHERE chatbot_id = ?1 AND is_default = 0 ORDER BY created_at, id"
+        ))?
         .query_map([&e.chatbot_id], route_row)?
         .collect::<rusqlite::Result<_>>()?;
     let mut n = 0;
@@ -117,11 +121,11 @@ impl Fanout for SqliteStore {
     fn routes_of(&self, chatbot_ids: Vec<ChatbotId>) -> StoreFut<'_, Vec<EndpointRoute>> {
         let r = self.read(|c| {
             let ids = serde_json::to_string(&chatbot_ids).unwrap_or_default();
-            c.prepare_cached(
-                "SELECT id, chatbot_id, created_at, event_types, filter FROM endpoints
+            c.prepare_cached(&format!(
+                "SELECT {ROUTE_COLS} FROM endpoints
                  WHERE chatbot_id IN (SELECT value FROM json_each(?1)) AND is_default = 0
-                 ORDER BY created_at, id",
-            )?
+                 ORDER BY created_at, id"
+            ))?
             .query_map([ids], route_row)?
             .collect()
         });
@@ -366,4 +370,89 @@ fn promote_next(c: &Connection, endpoint_id: &str, conversation_id: &str) -> rus
     )?
     .execute([endpoint_id, conversation_id])?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::ids::{ConversationId, EventId};
+    use crate::domain::model::Chatbot;
+    use std::time::Duration;
+
+    fn event(id: &str, payload: &str) -> NewEvent {
+        NewEvent {
+            id: EventId::stored(id),
+            chatbot_id: ChatbotId::stored("cb_1"),
+            conversation_id: ConversationId::stored("conv_1"),
+            event_type: "interaction.button_clicked",
+            payload: payload.as_bytes().to_vec(),
+            created_at: 100,
+            trace: None,
+        }
+    }
+
+    /// No router runs here: the deliveries are there once the insert's
+    /// batch is committed, and the fan-out has been woken.
+    #[tokio::test]
+    async fn an_event_is_routed_in_the_commit_that_stores_it() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("r.db").display().to_string();
+        let hub = Arc::new(crate::hub::Hub::new());
+        let store = SqliteStore::open(&path, hub.clone()).expect("store");
+        let bot = Chatbot {
+            id: ChatbotId::stored("cb_1"),
+            name: "Bot".into(),
+            webhook_url: "http://127.0.0.1:9/hook".into(),
+            retention_ms: 86_400_000,
+            signing_secret: "whsec_x".into(),
+            previous_secret: None,
+            endpoint_disabled: false,
+            member_id: "mem_1".into(),
+            created_at: 1,
+            allowed_origins: Default::default(),
+        };
+        store
+            .create_chatbot(bot, "hash".into())
+            .await
+            .expect("chatbot");
+        store
+            .write(|c| {
+                let mut st = c.prepare(
+                    "INSERT INTO endpoints (id, chatbot_id, is_default, url, filter, replies, signing_secret, created_at, updated_at)
+                     VALUES (?1, 'cb_1', 0, 'http://127.0.0.1:9/x', ?2, 1, 'whsec_y', ?3, ?3)",
+                )?;
+                st.execute(params!["ep_all", None::<String>, 10])?;
+                st.execute(params!["ep_yes", Some(r#"{"action_id":["yes"]}"#), 10])?;
+                st.execute(params!["ep_late", None::<String>, 500])?;
+                Ok(())
+            })
+            .await
+            .expect("endpoints");
+        store
+            .enqueue_event(event("evt_yes", r#"{"action_id":"yes"}"#))
+            .await
+            .expect("event");
+        store
+            .enqueue_event(event("evt_no", r#"{"action_id":"no"}"#))
+            .await
+            .expect("event");
+        let got: Vec<(String, String, bool)> = store
+            .read(|c| {
+                c.prepare("SELECT event_id, endpoint_id, is_head FROM deliveries ORDER BY seq")?
+                    .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+                    .collect()
+            })
+            .expect("deliveries");
+        let want = [
+            ("evt_yes", "ep_all", true),
+            ("evt_yes", "ep_yes", true),
+            ("evt_no", "ep_all", false),
+        ]
+        .map(|(e, p, h)| (e.to_string(), p.to_string(), h));
+        assert_eq!(got, want);
+        assert!(store.unrouted(10).await.expect("unrouted").is_empty());
+        tokio::time::timeout(Duration::from_secs(5), hub.deliveries.notified())
+            .await
+            .expect("the fan-out is woken once the batch is on disk");
+    }
 }
