@@ -13,7 +13,7 @@ use crate::domain::model::Message;
 use crate::domain::status::InteractionStatus;
 
 mod answer;
-pub use answer::action_from_answer;
+pub use answer::{Admit, action_from_answer, admit};
 
 pub const CHOICE: &str = "choice";
 pub const TEXT: &str = "text";
@@ -384,19 +384,59 @@ pub fn decide(
     })
 }
 
-/// Ends a pending interaction: its blocks turn off with `reason`.
+/// Ends a pending interaction: its blocks turn off with `reason`. One no
+/// longer pending (an answer won) is left as it is: returns whether it
+/// closed.
 pub fn close(
     inter: &mut Interaction,
     msg: &mut Message,
     status: InteractionStatus,
     reason: &str,
     now_ms: i64,
-) {
+) -> bool {
+    if inter.status != InteractionStatus::Pending {
+        return false;
+    }
     inter.status = status;
     inter.updated_at = now_ms;
     let spec = &inter.spec;
     msg.turn_off(reason, |b| spec.ask || b.block_id() == spec.block_id);
     msg.updated_at = crate::domain::time::rfc3339(now_ms);
+    true
+}
+
+/// What a takeover changes in a conversation, given its live messages and
+/// its pending interactions: every pending interaction is cancelled
+/// (`takeover`), its blocks turning off, and every other interactive block
+/// turns off too. Leaves the rows as the takeover leaves them and returns,
+/// per message, whether it changed. An interaction whose message is not
+/// among `messages` (deleted) is cancelled on its own.
+pub fn take_over(messages: &mut [Message], pending: &mut [Interaction], now_ms: i64) -> Vec<bool> {
+    let mut changed = vec![false; messages.len()];
+    for i in pending
+        .iter_mut()
+        .filter(|i| i.status == InteractionStatus::Pending)
+    {
+        match messages.iter().position(|m| m.id == i.message_id) {
+            Some(k) => {
+                changed[k] |= close(
+                    i,
+                    &mut messages[k],
+                    InteractionStatus::Cancelled,
+                    "takeover",
+                    now_ms,
+                );
+            }
+            None => {
+                i.status = InteractionStatus::Cancelled;
+                i.updated_at = now_ms;
+            }
+        }
+    }
+    for (m, c) in messages.iter_mut().zip(changed.iter_mut()) {
+        *c |= m.take_over(now_ms);
+    }
+    changed
 }
 
 /// Whether a reviewer may still answer: pending and before its deadline.

@@ -2,15 +2,69 @@
 //! an `Idempotency-Key` seen before gets the first result (or a conflict,
 //! for another body), whatever uses are left; otherwise a use is applied
 //! while the URL has uses left. Pure: the store loads the count and the
-//! kept record, asks here, and applies what is decided.
+//! kept record, asks here, and applies what is decided. What a use does to
+//! the message is decided here too ([`Reply`]).
 
 use serde_json::Value;
 
+use crate::domain::blocks::Block;
 use crate::domain::error::Rejection;
+use crate::domain::model::Message;
+use crate::domain::time::rfc3339;
 
 /// The key under which a response_url's first result keeps the hash of its
 /// request body (in the same stored text, so no column is needed).
 const REQUEST_HASH: &str = "request_hash";
+
+/// What one use of a `response_url` does to the conversation.
+// One reply per response_url use, moved once: the size of `Post` costs nothing.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug, Clone)]
+pub enum Reply {
+    /// Replace the original in place; `None` keeps what it had.
+    Replace {
+        text: Option<String>,
+        blocks: Vec<Block>,
+        metadata: Option<Value>,
+        typing_on_interaction: Option<bool>,
+    },
+    Post(Message),
+    Delete,
+}
+
+impl Reply {
+    /// The stream entry the reply becomes.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Reply::Replace { .. } => "message.updated",
+            Reply::Post(_) => "message.created",
+            Reply::Delete => "message.deleted",
+        }
+    }
+
+    /// The message as a replace leaves the original (loaded by the store):
+    /// its text and blocks replaced, its metadata and typing flag where the
+    /// reply gives them, updated now. Any other reply leaves it as it is.
+    pub fn edit(self, original: &mut Message, now_ms: i64) {
+        if let Reply::Replace {
+            text,
+            blocks,
+            metadata,
+            typing_on_interaction,
+        } = self
+        {
+            original.text = text;
+            original.blocks = blocks;
+            if let Some(md) = metadata {
+                original.metadata = md;
+            }
+            if let Some(t) = typing_on_interaction {
+                original.typing_on_interaction = t;
+            }
+            original.updated_at = rfc3339(now_ms);
+        }
+    }
+}
 
 /// What to do with one use.
 #[derive(Debug, Clone, PartialEq)]
@@ -66,6 +120,48 @@ mod tests {
 
     fn kept(result: &Value, hash: &str) -> Option<Value> {
         Some(serde_json::from_str(&record(result, hash)).unwrap())
+    }
+
+    #[test]
+    fn a_replace_edits_the_original_and_keeps_what_it_does_not_name() {
+        let original = crate::domain::inbox::tests::message(true);
+        let mut m = original.clone();
+        let r = Reply::Replace {
+            text: Some("Done".into()),
+            blocks: Vec::new(),
+            metadata: None,
+            typing_on_interaction: Some(true),
+        };
+        assert_eq!(r.kind(), "message.updated");
+        r.edit(&mut m, crate::domain::inbox::tests::T0 + 5);
+        assert_eq!(m.text.as_deref(), Some("Done"));
+        assert!(m.blocks.is_empty());
+        assert_eq!(m.metadata, original.metadata, "no metadata given: kept");
+        assert!(m.typing_on_interaction);
+        assert_eq!(m.updated_at, rfc3339(crate::domain::inbox::tests::T0 + 5));
+        assert_eq!(
+            (m.id, m.created_at),
+            (original.id.clone(), original.created_at.clone())
+        );
+        // The text is replaced even by none; metadata when given.
+        let mut m = original.clone();
+        Reply::Replace {
+            text: None,
+            blocks: original.blocks.clone(),
+            metadata: Some(json!({"k": 1})),
+            typing_on_interaction: None,
+        }
+        .edit(&mut m, 0);
+        assert_eq!((m.text, m.metadata), (None, json!({"k": 1})));
+        assert_eq!(m.typing_on_interaction, original.typing_on_interaction);
+        // A post or a delete leaves the original as it is.
+        for r in [Reply::Delete, Reply::Post(original.clone())] {
+            let mut m = original.clone();
+            r.edit(&mut m, 9);
+            assert_eq!(m, original);
+        }
+        assert_eq!(Reply::Delete.kind(), "message.deleted");
+        assert_eq!(Reply::Post(original).kind(), "message.created");
     }
 
     #[test]

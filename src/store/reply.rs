@@ -1,9 +1,8 @@
-//! A `response_url` use as the store applies it, and how a retried use
+//! A `response_url` use as the store applies it (the reply itself is the
+//! domain's, `domain::reply::Reply`), and how a retried use
 //! with the same `Idempotency-Key` is answered.
 
 use serde_json::Value;
-
-use crate::domain::model::Message;
 
 /// One use of a `response_url`, applied atomically with its use count.
 #[derive(Debug, Clone)]
@@ -22,20 +21,7 @@ pub struct ReplyRequest {
     pub reply: Reply,
 }
 
-// One reply per response_url use, moved once: the size of `Post` costs nothing.
-#[allow(clippy::large_enum_variant)]
-#[derive(Debug, Clone)]
-pub enum Reply {
-    /// Replace the original in place; `None` keeps what it had.
-    Replace {
-        text: Option<String>,
-        blocks: Vec<crate::domain::blocks::Block>,
-        metadata: Option<Value>,
-        typing_on_interaction: Option<bool>,
-    },
-    Post(Message),
-    Delete,
-}
+pub use crate::domain::reply::Reply;
 
 pub enum ReplyOutcome {
     Applied(Value),

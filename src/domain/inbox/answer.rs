@@ -97,6 +97,39 @@ fn custom_answer(
     Ok(Action::Submit { form_id, values })
 }
 
+/// Whether a reviewer's answer goes on, decided before anything is read
+/// further or written.
+#[derive(Debug, PartialEq)]
+pub enum Admit {
+    /// An answer kept under the same key: its result, given again.
+    Repeat(String),
+    /// A new answer to a pending interaction.
+    Go,
+}
+
+/// Decides from the interaction and what is kept under the answer's
+/// `Idempotency-Key` (`(body hash, result)`): the same key with the same
+/// body gets the first result, whatever the interaction became since; with
+/// another body it is a conflict; a new key needs the interaction pending
+/// at `now_ms` (before its deadline).
+pub fn admit(
+    i: &super::Interaction,
+    kept: Option<(String, String)>,
+    body_hash: &str,
+    now_ms: i64,
+) -> Result<Admit, Rejection> {
+    if let Some((hash, result)) = kept {
+        if hash != body_hash {
+            return Err(Rejection::IdempotencyConflict);
+        }
+        return Ok(Admit::Repeat(result));
+    }
+    if i.status_at(now_ms) != super::InteractionStatus::Pending {
+        return Err(Rejection::NotPending);
+    }
+    Ok(Admit::Go)
+}
+
 /// Turns a reviewer's answer into the action a visitor would have taken.
 /// Checks, in order: the variant matches the type, no unknown fields, the
 /// values are of the right shape (form values are checked later, exactly as

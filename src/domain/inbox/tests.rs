@@ -218,6 +218,120 @@ fn closed_reasons_come_in_order_takeover_storage_window_expired() {
 }
 
 #[test]
+fn a_takeover_cancels_what_is_pending_and_turns_every_interactive_block_off() {
+    // Two messages: the first with an open group and form, the second
+    // already answered (no pending interaction, its blocks on).
+    let mut first = message(true);
+    let mut second = message(false);
+    second.id = MessageId::stored("msg_2");
+    let mut pending = interactions(&first);
+    let mut answered = interactions(&second);
+    answered[0].status = InteractionStatus::Answered;
+    pending.push(answered[0].clone());
+    // A pending interaction whose message was deleted.
+    let mut orphan = interactions(&first)[0].clone();
+    orphan.id = crate::domain::ids::InteractionId::stored("int_orphan");
+    orphan.message_id = MessageId::stored("msg_gone");
+    pending.push(orphan);
+    let now = T0 + HOUR;
+    let mut messages = vec![first.clone(), second.clone()];
+    let changed = super::take_over(&mut messages, &mut pending, now);
+    assert_eq!(changed, vec![true, true]);
+    for m in &messages {
+        for b in m.blocks.iter().filter(|b| b.is_interactive()) {
+            assert!(b.state().disabled, "{} {}", m.id, b.block_id());
+            assert_eq!(b.state().reason.as_deref(), Some("takeover"));
+        }
+        assert_eq!(m.updated_at, rfc3339(now));
+    }
+    let statuses: Vec<_> = pending.iter().map(|i| i.status).collect();
+    assert_eq!(
+        statuses,
+        vec![
+            InteractionStatus::Cancelled,
+            InteractionStatus::Cancelled,
+            InteractionStatus::Answered,
+            InteractionStatus::Cancelled,
+        ],
+        "pending ones cancelled (the orphan too), the answered one kept"
+    );
+    assert!(
+        pending
+            .iter()
+            .filter(|i| i.status == InteractionStatus::Cancelled)
+            .all(|i| i.updated_at == now)
+    );
+    assert_eq!(pending[2].updated_at, answered[0].updated_at);
+    // Nothing left to turn off: a second takeover changes no message.
+    let mut again = messages.clone();
+    assert_eq!(
+        super::take_over(&mut again, &mut [], now + 1),
+        vec![false, false]
+    );
+    assert_eq!(again, messages);
+    first.turn_off("used", |_| true);
+    assert_eq!(super::take_over(&mut [first], &mut [], now), vec![false]);
+}
+
+#[test]
+fn a_reviewers_answer_is_admitted_once_and_its_key_gives_the_first_result() {
+    use super::{Admit, admit};
+    let msg = message(true);
+    let mut i = interactions(&msg).remove(0);
+    let now = T0 + 1_000;
+    assert_eq!(admit(&i, None, "h1", now), Ok(Admit::Go));
+    let kept = || Some(("h1".to_string(), "{\"id\":\"int_1\"}".to_string()));
+    assert_eq!(
+        admit(&i, kept(), "h1", now),
+        Ok(Admit::Repeat("{\"id\":\"int_1\"}".into()))
+    );
+    assert_eq!(
+        admit(&i, kept(), "h2", now),
+        Err(Rejection::IdempotencyConflict)
+    );
+    // Answered since: a retry still gets its first result, a new key not.
+    i.status = InteractionStatus::Answered;
+    assert!(matches!(admit(&i, kept(), "h1", now), Ok(Admit::Repeat(_))));
+    assert_eq!(admit(&i, None, "h1", now), Err(Rejection::NotPending));
+    // Past its deadline while still stored as pending: not pending.
+    i.status = InteractionStatus::Pending;
+    i.expires_at = Some(now - 1);
+    assert_eq!(admit(&i, None, "h1", now), Err(Rejection::NotPending));
+}
+
+#[test]
+fn closing_turns_the_blocks_off_once_and_leaves_an_answered_interaction() {
+    let mut msg = message(true);
+    let mut list = interactions(&msg);
+    let now = T0 + HOUR;
+    assert!(super::close(
+        &mut list[0],
+        &mut msg,
+        InteractionStatus::Expired,
+        "expired",
+        now
+    ));
+    assert_eq!(list[0].status, InteractionStatus::Expired);
+    let b1 = msg.blocks.iter().find(|b| b.block_id() == "b1").unwrap();
+    assert_eq!(b1.state().reason.as_deref(), Some("expired"));
+    let f1 = msg.blocks.iter().find(|b| b.block_id() == "b2").unwrap();
+    assert!(!f1.state().disabled, "only the closed interaction's block");
+    let before = (msg.clone(), list[0].to_json(now));
+    assert!(!super::close(
+        &mut list[0],
+        &mut msg,
+        InteractionStatus::Cancelled,
+        "x",
+        now + 1
+    ));
+    assert_eq!(
+        (msg, list[0].to_json(now)),
+        before,
+        "closing twice changes nothing"
+    );
+}
+
+#[test]
 fn a_block_turned_off_for_a_reason_refuses_with_that_reason() {
     let mut msg = message(true);
     msg.turn_off("withdrawn", |_| true);

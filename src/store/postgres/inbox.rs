@@ -94,6 +94,19 @@ pub async fn of_message(tx: &mut Tx<'_>, message_id: &str) -> StoreResult<Vec<In
         .collect()
 }
 
+/// The pending interactions of a conversation, oldest first, locked.
+pub async fn pending_of(tx: &mut Tx<'_>, conversation_id: &str) -> StoreResult<Vec<Interaction>> {
+    let rows = sqlx::query(&format!(
+        "SELECT {COLS} FROM interactions WHERE conversation_id = $1 AND status = 'pending' ORDER BY created_at, id FOR UPDATE"
+    ))
+    .bind(conversation_id)
+    .fetch_all(&mut **tx)
+    .await?;
+    rows.iter()
+        .map(|r| row(r).map_err(StoreError::from))
+        .collect()
+}
+
 /// The interactions an action on `msg` may concern, locked: the pending and
 /// asked ones, and every one when the action's block is gone from the message.
 pub async fn of_action(

@@ -110,13 +110,8 @@ impl script::Tx for Tx<'_> {
     async fn pending_interactions(
         &mut self,
         conversation_id: &str,
-    ) -> StoreResult<Vec<crate::domain::ids::InteractionId>> {
-        Ok(sqlx::query_scalar(
-            "SELECT id FROM interactions WHERE conversation_id = $1 AND status = 'pending'",
-        )
-        .bind(conversation_id)
-        .fetch_all(&mut **self)
-        .await?)
+    ) -> StoreResult<Vec<Interaction>> {
+        inbox::pending_of(self, conversation_id).await
     }
 
     async fn insert_interaction(&mut self, i: &NewInteraction, now_ms: i64) -> StoreResult<()> {

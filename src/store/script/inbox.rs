@@ -101,20 +101,14 @@ pub async fn answer<T: Tx>(
     if i.chatbot_id != req.chatbot_id {
         return Err(StoreError::NotFound);
     }
-    let prior = tx
+    let kept = tx
         .answer_record(&req.interaction_id, &req.idempotency_key)
         .await?;
-    if let Some((hash, result)) = prior {
-        if hash != req.body_hash {
-            return Err(Rejection::IdempotencyConflict.into());
-        }
+    if let inbox::Admit::Repeat(result) = inbox::admit(&i, kept, &req.body_hash, req.by.now_ms)? {
         return Ok((
             AnswerOutcome::Repeated(serde_json::from_str(&result)?),
             None,
         ));
-    }
-    if i.status_at(req.by.now_ms) != InteractionStatus::Pending {
-        return Err(Rejection::NotPending.into());
     }
     let msg = tx.message(&i.message_id).await?;
     let action = inbox::action_from_answer(&i.kind, &i.spec, &msg, &req.body)?;
@@ -153,10 +147,9 @@ pub async fn close<T: Tx>(tx: &mut T, c: &Closing) -> StoreResult<(Interaction, 
         .find(|x| x.id == id)
         .ok_or(StoreError::NotFound)?;
     let mut announce = Announce::default();
-    if i.status != InteractionStatus::Pending {
+    if !inbox::close(&mut i, &mut msg, status, c.reason, now_ms) {
         return Ok((i, announce));
     }
-    inbox::close(&mut i, &mut msg, status, c.reason, now_ms);
     tx.save_interaction(&i).await?;
     let doc = tx.save_message(&msg).await?;
     let entry = tx
@@ -209,21 +202,6 @@ pub async fn after_reply<T: Tx>(
         }
     }
     create(tx, &fresh, now_ms, &mut announce).await?;
-    Ok(announce)
-}
-
-/// A takeover closes every pending interaction of the conversation.
-pub(super) async fn cancel_pending<T: Tx>(
-    tx: &mut T,
-    conversation_id: &str,
-    now_ms: i64,
-) -> StoreResult<Announce> {
-    let mut announce = Announce::default();
-    for id in tx.pending_interactions(conversation_id).await? {
-        let c = Closing::taken_over(&id, now_ms);
-        let (_, a) = close(tx, &c).await?;
-        announce.extend(a);
-    }
     Ok(announce)
 }
 

@@ -1,6 +1,7 @@
 //! A message stored with its event and interactions; a member's takeover.
 
 use super::{Announce, Tx, inbox};
+use crate::domain::inbox as domain;
 use crate::domain::model::Person;
 use crate::store::{Claimed, Posting, StoreError, StoreResult};
 
@@ -28,28 +29,33 @@ pub async fn insert<T: Tx>(tx: &mut T, p: Posting) -> StoreResult<(Announce, Opt
 }
 
 /// A member takes over: pending interactions are cancelled and every block
-/// turns off with reason `takeover`.
+/// turns off with reason `takeover` (`domain::inbox::take_over` decides).
 pub async fn take_over<T: Tx>(
     tx: &mut T,
     conversation_id: &str,
     member: &Person,
     now_ms: i64,
 ) -> StoreResult<Announce> {
-    // Lock order everywhere: messages, then the conversation.
-    tx.live_messages(conversation_id).await?;
+    // Lock order everywhere: messages, then interactions, then the
+    // conversation.
+    let mut messages = tx.live_messages(conversation_id).await?;
+    let mut pending = tx.pending_interactions(conversation_id).await?;
     let member = serde_json::to_string(member)?;
     if !tx.take_over(conversation_id, &member).await? {
         return Err(StoreError::NotFound);
     }
-    let mut announce = inbox::cancel_pending(tx, conversation_id, now_ms).await?;
-    for mut m in tx.live_messages(conversation_id).await? {
-        if m.take_over(now_ms) {
-            let doc = tx.save_message(&m).await?;
-            let entry = tx
-                .append_stream(conversation_id, "message.updated", doc)
-                .await?;
-            announce.stream.push(entry);
-        }
+    let changed = domain::take_over(&mut messages, &mut pending, now_ms);
+    let mut announce = Announce::default();
+    for i in &pending {
+        tx.save_interaction(i).await?;
+        announce.api(&i.chatbot_id, i, "interaction.cancelled", now_ms);
+    }
+    for (m, _) in messages.iter().zip(changed).filter(|(_, c)| *c) {
+        let doc = tx.save_message(m).await?;
+        let entry = tx
+            .append_stream(conversation_id, "message.updated", doc)
+            .await?;
+        announce.stream.push(entry);
     }
     Ok(announce)
 }

@@ -13,7 +13,6 @@ use std::future::Future;
 use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 
-use crate::domain::ids::InteractionId;
 use crate::domain::inbox::{Interaction, NewInteraction};
 use crate::domain::interact::Action;
 use crate::domain::model::{Chatbot, Message};
@@ -86,10 +85,11 @@ pub trait Tx {
         msg: &Message,
         action: &Action,
     ) -> StoreResult<Vec<Interaction>>;
+    /// The pending interactions of a conversation, locked.
     async fn pending_interactions(
         &mut self,
         conversation_id: &str,
-    ) -> StoreResult<Vec<InteractionId>>;
+    ) -> StoreResult<Vec<Interaction>>;
     /// Inserts an interaction; an `ask` while another ask of the
     /// conversation is pending is `DialogPending`.
     async fn insert_interaction(&mut self, i: &NewInteraction, now_ms: i64) -> StoreResult<()>;
@@ -146,11 +146,6 @@ impl Announce {
             kind,
             data: i.to_json(now_ms),
         });
-    }
-
-    fn extend(&mut self, other: Announce) {
-        self.stream.extend(other.stream);
-        self.api.extend(other.api);
     }
 }
 

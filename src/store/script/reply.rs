@@ -3,7 +3,6 @@
 
 use super::{Announce, Tx, inbox};
 use crate::domain::reply::{Gate, gate, record};
-use crate::domain::time::rfc3339;
 use crate::store::{Reply, ReplyOutcome, ReplyRequest, StoreError, StoreResult};
 
 pub async fn reply<T: Tx>(tx: &mut T, req: ReplyRequest) -> StoreResult<(ReplyOutcome, Announce)> {
@@ -22,35 +21,24 @@ pub async fn reply<T: Tx>(tx: &mut T, req: ReplyRequest) -> StoreResult<(ReplyOu
         Gate::UsedUp => return Ok((ReplyOutcome::UsedUp, Announce::default())),
     }
     let window = req.interactive_window_ms;
-    let (msg, kind, data, deleted) = match req.reply {
-        Reply::Replace {
-            text,
-            blocks,
-            metadata,
-            typing_on_interaction,
-        } => {
-            let mut m = tx.message(&req.message_id).await?;
-            m.text = text;
-            m.blocks = blocks;
-            if let Some(md) = metadata {
-                m.metadata = md;
-            }
-            if let Some(t) = typing_on_interaction {
-                m.typing_on_interaction = t;
-            }
-            m.updated_at = rfc3339(req.now_ms);
-            let doc = tx.save_message(&m).await?;
-            (m, "message.updated", doc, false)
-        }
+    let kind = req.reply.kind();
+    // Load, let the domain decide what the message becomes, apply.
+    let (msg, data, deleted) = match req.reply {
         Reply::Post(m) => {
             let doc = tx.insert_message(&m).await?;
-            (m, "message.created", doc, false)
+            (m, doc, false)
         }
         Reply::Delete => {
             let m = tx.message(&req.message_id).await?;
             tx.delete_message(&m.id).await?;
             let data = serde_json::json!({ "message_id": m.id }).to_string();
-            (m, "message.deleted", data, true)
+            (m, data, true)
+        }
+        replace @ Reply::Replace { .. } => {
+            let mut m = tx.message(&req.message_id).await?;
+            replace.edit(&mut m, req.now_ms);
+            let doc = tx.save_message(&m).await?;
+            (m, doc, false)
         }
     };
     let mut announce = inbox::after_reply(tx, &msg, deleted, window, req.now_ms).await?;

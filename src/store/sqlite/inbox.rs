@@ -89,6 +89,16 @@ pub fn of_message(c: &Connection, message_id: &str) -> StoreResult<Vec<Interacti
         .map_err(StoreError::from)
 }
 
+/// The pending interactions of a conversation, oldest first.
+pub fn pending_of(c: &Connection, conversation_id: &str) -> StoreResult<Vec<Interaction>> {
+    let mut s = c.prepare_cached(&format!(
+        "SELECT {COLS} FROM interactions WHERE conversation_id = ?1 AND status = 'pending' ORDER BY created_at, id"
+    ))?;
+    s.query_map([conversation_id], row)
+        .and_then(|rows| rows.collect())
+        .map_err(StoreError::from)
+}
+
 /// The interactions an action on `msg` may concern: the pending and asked
 /// ones, and every one when the action's block is gone from the message.
 /// A message found with none is remembered as settled until one of its

@@ -103,12 +103,8 @@ impl script::Tx for Sql<'_> {
     async fn pending_interactions(
         &mut self,
         conversation_id: &str,
-    ) -> StoreResult<Vec<crate::domain::ids::InteractionId>> {
-        let mut s = self.0.prepare_cached(
-            "SELECT id FROM interactions WHERE conversation_id = ?1 AND status = 'pending'",
-        )?;
-        let rows = s.query_map([conversation_id], |r| r.get(0))?;
-        Ok(rows.collect::<rusqlite::Result<_>>()?)
+    ) -> StoreResult<Vec<Interaction>> {
+        inbox::pending_of(self.0, conversation_id)
     }
 
     async fn insert_interaction(&mut self, i: &NewInteraction, now_ms: i64) -> StoreResult<()> {
