@@ -82,11 +82,13 @@ pub async fn insert(tx: &mut Tx<'_>, i: &NewInteraction, now_ms: i64) -> StoreRe
     Ok(())
 }
 
-pub async fn of_message(tx: &mut Tx<'_>, message_id: &str) -> StoreResult<Vec<Interaction>> {
+/// The interactions `cond` picks by its one parameter `$1` (a constant
+/// condition, in the order it gives), locked.
+async fn locked(tx: &mut Tx<'_>, cond: &str, key: &str) -> StoreResult<Vec<Interaction>> {
     let rows = sqlx::query(&format!(
-        "SELECT {COLS} FROM interactions WHERE message_id = $1 FOR UPDATE"
+        "SELECT {COLS} FROM interactions WHERE {cond} FOR UPDATE"
     ))
-    .bind(message_id)
+    .bind(key)
     .fetch_all(&mut **tx)
     .await?;
     rows.iter()
@@ -94,17 +96,14 @@ pub async fn of_message(tx: &mut Tx<'_>, message_id: &str) -> StoreResult<Vec<In
         .collect()
 }
 
+pub async fn of_message(tx: &mut Tx<'_>, message_id: &str) -> StoreResult<Vec<Interaction>> {
+    locked(tx, "message_id = $1", message_id).await
+}
+
 /// The pending interactions of a conversation, oldest first, locked.
 pub async fn pending_of(tx: &mut Tx<'_>, conversation_id: &str) -> StoreResult<Vec<Interaction>> {
-    let rows = sqlx::query(&format!(
-        "SELECT {COLS} FROM interactions WHERE conversation_id = $1 AND status = 'pending' ORDER BY created_at, id FOR UPDATE"
-    ))
-    .bind(conversation_id)
-    .fetch_all(&mut **tx)
-    .await?;
-    rows.iter()
-        .map(|r| row(r).map_err(StoreError::from))
-        .collect()
+    const PENDING: &str = "conversation_id = $1 AND status = 'pending' ORDER BY created_at, id";
+    locked(tx, PENDING, conversation_id).await
 }
 
 /// The interactions an action on `msg` may concern, locked: the pending and

@@ -80,23 +80,26 @@ pub fn insert(c: &Connection, i: &NewInteraction, now_ms: i64) -> StoreResult<()
     Ok(())
 }
 
-pub fn of_message(c: &Connection, message_id: &str) -> StoreResult<Vec<Interaction>> {
-    let mut s = c.prepare_cached(&format!(
-        "SELECT {COLS} FROM interactions WHERE message_id = ?1"
-    ))?;
-    s.query_map([message_id], row)
+/// The interactions `cond` picks by its one parameter `?1` (a constant
+/// condition, in the order it gives).
+fn picked(c: &Connection, cond: &str, key: &str) -> StoreResult<Vec<Interaction>> {
+    let mut s = c.prepare_cached(&format!("SELECT {COLS} FROM interactions WHERE {cond}"))?;
+    s.query_map([key], row)
         .and_then(|rows| rows.collect())
         .map_err(StoreError::from)
 }
 
+pub fn of_message(c: &Connection, message_id: &str) -> StoreResult<Vec<Interaction>> {
+    picked(c, "message_id = ?1", message_id)
+}
+
 /// The pending interactions of a conversation, oldest first.
 pub fn pending_of(c: &Connection, conversation_id: &str) -> StoreResult<Vec<Interaction>> {
-    let mut s = c.prepare_cached(&format!(
-        "SELECT {COLS} FROM interactions WHERE conversation_id = ?1 AND status = 'pending' ORDER BY created_at, id"
-    ))?;
-    s.query_map([conversation_id], row)
-        .and_then(|rows| rows.collect())
-        .map_err(StoreError::from)
+    picked(
+        c,
+        "conversation_id = ?1 AND status = 'pending' ORDER BY created_at, id",
+        conversation_id,
+    )
 }
 
 /// The interactions an action on `msg` may concern: the pending and asked
