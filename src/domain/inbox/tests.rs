@@ -494,4 +494,35 @@ proptest! {
         prop_assert_eq!(settled, answered);
         prop_assert!(answered <= 2);
     }
+
+    /// Whatever was clicked and submitted before, a takeover leaves no
+    /// interactive block on and nothing pending, keeps what was answered
+    /// as it was answered, and a second takeover changes nothing.
+    #[test]
+    fn a_takeover_after_any_actions_leaves_nothing_open(
+        seq in actions(),
+        disable in any::<bool>(),
+    ) {
+        let mut msg = message(disable);
+        let mut list = interactions(&msg);
+        for (k, action) in seq.iter().enumerate() {
+            let env = Env { event_id: format!("evt_{k}"), ..Env::at(T0 + 1_000 + k as i64) };
+            let _ = decide(&mut list, &mut msg, action, env.ctx());
+        }
+        let answered = |l: &[Interaction]| -> Vec<(String, Option<Value>)> {
+            l.iter()
+                .filter(|i| i.status == InteractionStatus::Answered)
+                .map(|i| (i.id.to_string(), i.response.clone()))
+                .collect()
+        };
+        let before = answered(&list);
+        let mut messages = vec![msg];
+        super::take_over(&mut messages, &mut list, T0 + HOUR);
+        prop_assert!(messages[0].blocks.iter().filter(|b| b.is_interactive()).all(|b| b.state().disabled));
+        prop_assert!(list.iter().all(|i| i.status != InteractionStatus::Pending));
+        prop_assert_eq!(answered(&list), before);
+        let after = messages.clone();
+        prop_assert_eq!(super::take_over(&mut messages, &mut list, T0 + HOUR + 1), vec![false]);
+        prop_assert_eq!(messages, after);
+    }
 }
