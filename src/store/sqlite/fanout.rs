@@ -376,7 +376,6 @@ fn promote_next(c: &Connection, endpoint_id: &str, conversation_id: &str) -> rus
 mod tests {
     use super::*;
     use crate::domain::ids::{ConversationId, EventId};
-    use crate::domain::model::Chatbot;
     use std::time::Duration;
 
     fn event(id: &str, payload: &str) -> NewEvent {
@@ -395,26 +394,9 @@ mod tests {
     /// batch is committed, and the fan-out has been woken.
     #[tokio::test]
     async fn an_event_is_routed_in_the_commit_that_stores_it() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let path = dir.path().join("r.db").display().to_string();
         let hub = Arc::new(crate::hub::Hub::new());
-        let store = SqliteStore::open(&path, hub.clone()).expect("store");
-        let bot = Chatbot {
-            id: ChatbotId::stored("cb_1"),
-            name: "Bot".into(),
-            webhook_url: "http://127.0.0.1:9/hook".into(),
-            retention_ms: 86_400_000,
-            signing_secret: "whsec_x".into(),
-            previous_secret: None,
-            endpoint_disabled: false,
-            member_id: "mem_1".into(),
-            created_at: 1,
-            allowed_origins: Default::default(),
-        };
-        store
-            .create_chatbot(bot, "hash".into())
-            .await
-            .expect("chatbot");
+        let (_dir, store) =
+            super::super::queue::tests::store_with_chatbot("r.db", hub.clone()).await;
         store
             .write(|c| {
                 let mut st = c.prepare(

@@ -403,16 +403,19 @@ impl Queue for SqliteStore {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use crate::domain::model::Chatbot;
 
-    /// A store on a fresh file with one chatbot and one head event of it
-    /// waiting in the hot queue.
-    async fn store_with_one_event() -> (tempfile::TempDir, SqliteStore) {
+    /// A store on a fresh file (named `name`) with one chatbot, `cb_1`,
+    /// whose webhook goes nowhere; its writes announced to `hub`.
+    pub(in crate::store::sqlite) async fn store_with_chatbot(
+        name: &str,
+        hub: Arc<crate::hub::Hub>,
+    ) -> (tempfile::TempDir, SqliteStore) {
         let dir = tempfile::tempdir().expect("tempdir");
-        let path = dir.path().join("q.db").display().to_string();
-        let store = SqliteStore::open(&path, Arc::new(crate::hub::Hub::new())).expect("store");
+        let path = dir.path().join(name).display().to_string();
+        let store = SqliteStore::open(&path, hub).expect("store");
         let bot = Chatbot {
             id: crate::domain::ids::ChatbotId::stored("cb_1"),
             name: "Bot".into(),
@@ -429,6 +432,13 @@ mod tests {
             .create_chatbot(bot, "hash".into())
             .await
             .expect("chatbot");
+        (dir, store)
+    }
+
+    /// A store on a fresh file with one chatbot and one head event of it
+    /// waiting in the hot queue.
+    async fn store_with_one_event() -> (tempfile::TempDir, SqliteStore) {
+        let (dir, store) = store_with_chatbot("q.db", Arc::new(crate::hub::Hub::new())).await;
         let event = NewEvent {
             id: crate::domain::ids::EventId::stored("evt_1"),
             chatbot_id: crate::domain::ids::ChatbotId::stored("cb_1"),
