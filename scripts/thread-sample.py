@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Every 0.5 s until killed: per-thread CPU (cores) of every `blockhook serve` process (docs/notes/endpoints-bench.md, "Fourth look").
+"""Every 0.5 s until killed: per-thread CPU (cores) of every `blockhook serve` process (docs/notes/endpoints-bench.md, "Fourth look")."""
 import os, time
 HZ = os.sysconf('SC_CLK_TCK')
 def threads():
