@@ -20,7 +20,7 @@ def procs():
     return out
 def group(cmd):
     if ' bench ' in cmd: return 'harness'
-    if ' floor ' in cmd: return 'floor'
+    if ' bench-floor ' in cmd: return 'floor'
     if ' serve' in cmd: return 'server'
     if cmd.startswith('postgres'): return 'pg'
     return 'other'
