@@ -144,10 +144,12 @@ pub async fn closed(
         };
         let mut r = meter.report(mode, ctx, clicks, sent, tracker.snapshot());
         if let Some((all, half)) = &extra {
+            let t0 = std::time::Instant::now();
             let made =
                 super::extra::all_made(all, half, accepted, Ctx::delivery_timeout(accepted)).await;
             r.endpoints = Some(endpoints);
             r.endpoints_made = Some(made);
+            r.endpoints_lag_s = Some(t0.elapsed().as_secs_f64());
         }
         r.preload = server.preloaded.map(|p| p.0);
         r.preload_s = server.preloaded.map(|p| p.1);

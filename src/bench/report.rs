@@ -116,6 +116,10 @@ pub struct ModeReport {
     pub endpoints: Option<usize>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub endpoints_made: Option<bool>,
+    /// Three-endpoint mode: how long after the default endpoint's last
+    /// delivery the two extra ones had all theirs, in seconds.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub endpoints_lag_s: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub first_error: Option<String>,
 }
@@ -229,8 +233,11 @@ pub fn table(reports: &[ModeReport]) -> String {
             ));
             if let (Some(n), Some(made)) = (r.endpoints, r.endpoints_made) {
                 s.push_str(&format!(
-                    "{name}: {n} endpoints; every matching delivery to the other two made: {}\n",
-                    if made { "yes" } else { "NO" }
+                    "{name}: {n} endpoints; every matching delivery to the other two made: {}{}\n",
+                    if made { "yes" } else { "NO" },
+                    r.endpoints_lag_s
+                        .map(|l| format!(", {l:.2} s after the default endpoint's last"))
+                        .unwrap_or_default()
                 ));
             }
         }

@@ -316,6 +316,7 @@ impl Meter {
             load_average: child::load_average(),
             endpoints: None,
             endpoints_made: None,
+            endpoints_lag_s: None,
             first_error: sent.first_error,
             ..ModeReport::default()
         };

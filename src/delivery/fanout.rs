@@ -6,10 +6,11 @@
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
-use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
+use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, mpsc};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -32,10 +33,13 @@ pub const LEASE: Duration = Duration::from_secs(60);
 /// Longest sleep of an idle claim loop (retries fall due, other instances
 /// route events, an endpoint is enabled again).
 const IDLE_POLL: Duration = Duration::from_millis(250);
-/// The least time between two claims while deliveries are flowing (the
+/// The longest pause between two claims while deliveries are flowing (the
 /// last claim found some, not all it could take): ends and new deliveries
 /// gather, so that one claim (a ranked read of every head, and a lease
-/// write) serves many. After an idle claim the next one runs at once.
+/// write) serves many. It ends as soon as as many attempts ended as one
+/// endpoint may have in flight, so that the pause never caps how fast a
+/// quick receiver is served; after an idle claim the next one runs at
+/// once.
 const CLAIM_GAP: Duration = Duration::from_millis(10);
 /// Outcomes written in one transaction.
 const RECORD_BATCH: usize = 512;
@@ -54,6 +58,10 @@ pub struct Fanout {
     /// Deliveries being sent, to give back if shutdown cuts them.
     in_flight: Mutex<HashSet<i64>>,
     global: Arc<Semaphore>,
+    /// Attempts ended since the last claim, and the signal that enough of
+    /// them ended for the next claim not to wait out [`CLAIM_GAP`].
+    ended: AtomicUsize,
+    room_made: Notify,
     records: mpsc::UnboundedSender<DeliveryRecord>,
     stop_claiming: CancellationToken,
     stop_recording: CancellationToken,
@@ -74,6 +82,8 @@ pub fn spawn(state: Arc<Services>) -> Result<Arc<Fanout>, String> {
         endpoints: Mutex::new(HashMap::new()),
         in_flight: Mutex::new(HashSet::new()),
         global: Arc::new(Semaphore::new(GLOBAL_IN_FLIGHT)),
+        ended: AtomicUsize::new(0),
+        room_made: Notify::new(),
         records: tx,
         stop_claiming: CancellationToken::new(),
         stop_recording: CancellationToken::new(),
@@ -140,6 +150,7 @@ impl Fanout {
             if free > 0 {
                 let now = now_ms();
                 let size = free.min(CLAIM_BATCH);
+                self.ended.store(0, Ordering::Relaxed);
                 let ask = ClaimAsk {
                     now_ms: now,
                     lease_until: now + LEASE.as_millis() as i64,
@@ -169,9 +180,14 @@ impl Fanout {
             }
             // Every ended attempt and every routed event wakes the loop:
             // while deliveries flow, a pause lets those arriving together
-            // be taken by one claim.
+            // be taken by one claim. It ends early once an endpoint's whole
+            // room could have come free: without that, an endpoint could
+            // be served no faster than its room per pause.
             if found {
-                tokio::time::sleep(CLAIM_GAP).await;
+                tokio::select! {
+                    _ = tokio::time::sleep(CLAIM_GAP) => {}
+                    _ = self.room_made.notified() => {}
+                }
             }
         }
     }
@@ -251,6 +267,10 @@ impl Fanout {
             f.in_flight.lock().remove(&d.claim.seq);
             drop(permit);
             f.state.hub.deliveries.notify_one();
+            let enough = f.state.settings.endpoint_concurrency.max(1);
+            if f.ended.fetch_add(1, Ordering::Relaxed) + 1 == enough {
+                f.room_made.notify_one();
+            }
         });
     }
 }
