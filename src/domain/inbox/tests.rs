@@ -105,6 +105,15 @@ impl Env {
         }
     }
 
+    /// The surroundings of the `k`-th action of a sequence: a second after
+    /// `T0`, a millisecond apart, each with its own event id.
+    fn nth(k: usize) -> Self {
+        Self {
+            event_id: format!("evt_{k}"),
+            ..Self::at(T0 + 1_000 + k as i64)
+        }
+    }
+
     fn ctx(&self) -> Context<'_> {
         Context {
             now_ms: self.now,
@@ -465,7 +474,7 @@ proptest! {
         let mut accepted_on = [0usize; 2];
         let mut answered = 0usize;
         for (k, action) in seq.iter().enumerate() {
-            let env = Env { event_id: format!("evt_{k}"), ..Env::at(T0 + 1_000 + k as i64) };
+            let env = Env::nth(k);
             let before = (msg.clone(), list.clone());
             let at = usize::from(matches!(action, Action::Submit { .. }));
             match decide(&mut list, &mut msg, action, env.ctx()) {
@@ -506,7 +515,7 @@ proptest! {
         let mut msg = message(disable);
         let mut list = interactions(&msg);
         for (k, action) in seq.iter().enumerate() {
-            let env = Env { event_id: format!("evt_{k}"), ..Env::at(T0 + 1_000 + k as i64) };
+            let env = Env::nth(k);
             let _ = decide(&mut list, &mut msg, action, env.ctx());
         }
         let answered = |l: &[Interaction]| -> Vec<(String, Option<Value>)> {
