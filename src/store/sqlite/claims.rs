@@ -155,6 +155,27 @@ impl Claims {
         }
     }
 
+    /// Ends the leases of deliveries whose leases may not be in the table:
+    /// the table hands them out again (with a lease written first).
+    pub fn back_to_table(&mut self, items: Vec<Claimed>) {
+        for c in items {
+            self.leases.remove(&c.event_id);
+        }
+        self.cold_due_at = 0;
+    }
+
+    /// Empties the hot queue (on shutdown): its events, never handed out,
+    /// are the table's again; their ids, for their leases in the table to
+    /// be ended.
+    pub fn drain_hot(&mut self) -> Vec<i64> {
+        let hot = std::mem::take(&mut self.hot);
+        for c in &hot {
+            self.leases.remove(&c.event_id);
+        }
+        self.cold_due_at = 0;
+        hot.into_iter().map(|c| c.seq).collect()
+    }
+
     /// Ends the leases of every claimed delivery (not of queued or reserved
     /// events, which no one has started).
     pub fn release_claimed(&mut self) {
@@ -242,11 +263,30 @@ impl Claims {
 pub struct Taken<'a> {
     claims: &'a parking_lot::Mutex<Claims>,
     items: Vec<Claimed>,
+    /// Whether their leases are in the table (they may wait in the hot
+    /// queue again) or possibly not (they go back to the table).
+    leased: bool,
 }
 
 impl<'a> Taken<'a> {
+    /// Taken from the hot queue, whose events have their leases in the
+    /// table: given back to the queue.
     pub fn new(claims: &'a parking_lot::Mutex<Claims>, items: Vec<Claimed>) -> Self {
-        Self { claims, items }
+        Self {
+            claims,
+            items,
+            leased: true,
+        }
+    }
+
+    /// Read from the table, their leases not written yet: given back to
+    /// the table (a scan finds them again).
+    pub fn unleased(claims: &'a parking_lot::Mutex<Claims>, items: Vec<Claimed>) -> Self {
+        Self {
+            claims,
+            items,
+            leased: false,
+        }
     }
 
     pub fn items(&self) -> &[Claimed] {
@@ -261,10 +301,15 @@ impl<'a> Taken<'a> {
 
 impl Drop for Taken<'_> {
     fn drop(&mut self) {
-        if !self.items.is_empty() {
-            self.claims
-                .lock()
-                .give_back(std::mem::take(&mut self.items));
+        if self.items.is_empty() {
+            return;
+        }
+        let items = std::mem::take(&mut self.items);
+        let mut cl = self.claims.lock();
+        if self.leased {
+            cl.give_back(items);
+        } else {
+            cl.back_to_table(items);
         }
     }
 }

@@ -344,7 +344,7 @@ impl Fanout for SqliteStore {
                 convs.sort_unstable();
                 convs.dedup();
                 for cid in convs {
-                    super::queue::promote_next(c, cid)?;
+                    super::queue::promote_next(c, cid, None)?;
                 }
                 let ids = ended.into_iter().map(|(id, _)| id).collect();
                 Ok((n as u64, ids))

@@ -21,9 +21,13 @@ pub(super) fn insert_event(conn: &Connection, e: NewEvent) -> StoreResult<Option
             )
             .and_then(|mut s| s.query_row([&e.conversation_id], |r| r.get(0)))?,
     };
+    // A head is offered to the hot queue once its batch is on disk and
+    // handed out from there with no write of its own: its lease in the
+    // table (what a restart counts as a try that may have been sent) is
+    // written here, with it.
     conn.prepare_cached(
-        "INSERT INTO events (id, chatbot_id, conversation_id, type, payload, created_at, status, attempts, next_attempt_at, is_head, traceparent, routed)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'pending', 0, ?6, ?7, ?8, 1)",
+        "INSERT INTO events (id, chatbot_id, conversation_id, type, payload, created_at, status, attempts, next_attempt_at, is_head, traceparent, routed, leased_until)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'pending', 0, ?6, ?7, ?8, 1, CASE WHEN ?7 THEN ?6 ELSE 0 END)",
     )
     .and_then(|mut s| {
         s.execute(params![
@@ -53,9 +57,14 @@ pub(super) fn insert_event(conn: &Connection, e: NewEvent) -> StoreResult<Option
 /// conversation becomes the head (returned with when it is due, if it was
 /// not the head already), and whether the conversation has any
 /// undelivered event left.
+///
+/// `hot_at`: the time now, when a head due by then goes to the hot queue
+/// (its lease in the table written with the promotion, as an inserted
+/// head's is); `None` when it is left to a scan of the table.
 pub(super) fn promote_next(
     conn: &Connection,
     conversation_id: &str,
+    hot_at: Option<i64>,
 ) -> StoreResult<(Option<(Claimed, i64)>, bool)> {
     let next = conn
         .prepare_cached(
@@ -75,8 +84,9 @@ pub(super) fn promote_next(
     let Some((c, at, false)) = next else {
         return Ok((None, next.is_some()));
     };
-    conn.prepare_cached("UPDATE events SET is_head = 1 WHERE seq = ?1")
-        .and_then(|mut s| s.execute([c.seq]))?;
+    let lease = hot_at.filter(|now| at <= *now).unwrap_or(0);
+    conn.prepare_cached("UPDATE events SET is_head = 1, leased_until = ?2 WHERE seq = ?1")
+        .and_then(|mut s| s.execute([c.seq, lease]))?;
     Ok((Some((c, at)), true))
 }
 
@@ -85,11 +95,10 @@ impl SqliteStore {
     /// One process owns the file, so the lease itself lives in memory
     /// (`claims`); the table's copy says, after a crash, which deliveries
     /// may have been sent.
-    pub(super) async fn mark_leased(&self, claimed: &[Claimed], until: i64) -> StoreResult<()> {
-        if claimed.is_empty() {
+    pub(super) async fn mark_leased(&self, seqs: Vec<i64>, until: i64) -> StoreResult<()> {
+        if seqs.is_empty() {
             return Ok(());
         }
-        let seqs: Vec<i64> = claimed.iter().map(|c| c.seq).collect();
         self.write_decided(false, move |c| {
             let mut st = c.prepare_cached("UPDATE events SET leased_until = ?2 WHERE seq = ?1")?;
             for seq in seqs {
@@ -105,7 +114,10 @@ impl SqliteStore {
     /// The claimable deliveries, leased in memory until `lease_until`: the
     /// hot queue first, the table when it may hold more; and when the next
     /// claim may find work no wake-up announces.
-    fn take_due(&self, ask: &ClaimAsk) -> StoreResult<(Vec<Claimed>, Option<Option<i64>>)> {
+    /// The first `.1` of them come from the hot queue (their leases are in
+    /// the table already), the rest from the table.
+    #[allow(clippy::type_complexity)]
+    fn take_due(&self, ask: &ClaimAsk) -> StoreResult<(Vec<Claimed>, usize, Option<Option<i64>>)> {
         let (now_ms, lease_until, limit, skip) =
             (ask.now_ms, ask.lease_until, ask.limit, &ask.room[..]);
         // One process owns a SQLite file, so leases live in memory: a claim
@@ -114,6 +126,7 @@ impl SqliteStore {
         let mut cl = self.claims.lock();
         cl.expire(now_ms);
         let mut out = cl.take_hot(limit, skip, lease_until);
+        let hot = out.len();
         let r = if out.len() < limit && cl.cold_due(now_ms, skip) {
             let want = limit - out.len();
             let scan = self.read(|c| {
@@ -172,7 +185,7 @@ impl SqliteStore {
             Ok(rows) if rows.len() < limit => Some(cl.next_due_at(now_ms)),
             _ => None,
         };
-        Ok((r?, next))
+        Ok((r?, hot, next))
     }
 }
 
@@ -181,15 +194,22 @@ impl Queue for SqliteStore {
         // Nothing is taken before the future runs: a claim turned away
         // unpolled (an open circuit) leaves the queue as it was.
         Box::pin(async move {
-            let (mut claimed, next) = self.take_due(&ask)?;
+            let (mut claimed, hot, next) = self.take_due(&ask)?;
+            let scanned = claimed.split_off(hot);
+            let queued = Taken::new(&self.claims, claimed);
+            let scanned = Taken::unleased(&self.claims, scanned);
+            // What the table gave is leased there before any of it is
+            // sent: a crash from here on counts its tries (see
+            // `release_leases`); the hot queue's events were leased as they
+            // became heads. Should this fail, or the claim be dropped
+            // meanwhile, the guards give them back.
+            let seqs = scanned.items().iter().map(|c| c.seq).collect();
+            self.mark_leased(seqs, ask.lease_until).await?;
+            let mut claimed = queued.handed();
+            claimed.extend(scanned.handed());
             claimed.sort_by_key(|r| r.seq);
-            let taken = Taken::new(&self.claims, claimed);
-            // Written before any of them is sent: a crash from here on
-            // counts their tries (see `release_leases`). Should this fail,
-            // or the claim be dropped meanwhile, `taken` gives them back.
-            self.mark_leased(taken.items(), ask.lease_until).await?;
             Ok(Claim {
-                claimed: taken.handed(),
+                claimed,
                 next_due_at: next,
             })
         })
@@ -199,6 +219,9 @@ impl Queue for SqliteStore {
         let signals = self.signals.clone();
         Box::pin(async move {
             let ids: Vec<EventId> = records.iter().map(|r| r.event_id.clone()).collect();
+            // One time for the promotions' leases and the offer below: a
+            // head goes to the hot queue only with its lease in the table.
+            let now = crate::domain::time::now_ms();
             let (promoted, retries, gone) = self
                 .write_decided(false, move |c| {
                     let mut promoted = Vec::new();
@@ -280,7 +303,7 @@ impl Queue for SqliteStore {
                         if left == Some(0) {
                             continue;
                         }
-                        let (next, any_left) = promote_next(c, &rec.conversation_id)?;
+                        let (next, any_left) = promote_next(c, &rec.conversation_id, Some(now))?;
                         if let Some(mut p) = next {
                             // Its chatbot as the writer knows it, if it
                             // does: the dispatcher need not read it.
@@ -307,7 +330,6 @@ impl Queue for SqliteStore {
                 for bot in &gone {
                     cl.chatbot_changed(bot, true);
                 }
-                let now = crate::domain::time::now_ms();
                 let mut due = Vec::with_capacity(promoted.len());
                 for (c, at) in promoted {
                     if at <= now {
@@ -372,12 +394,19 @@ impl Queue for SqliteStore {
         })
     }
 
+    /// Back to the front of the hot queue, their leases kept in the table:
+    /// each was written before it was handed out, and the queue hands
+    /// them out again with no write.
     fn give_back(&self, claims: Vec<Claimed>) -> StoreFut<'_, ()> {
-        Box::pin(async move {
-            let r = self.mark_leased(&claims, 0).await;
-            self.claims.lock().give_back(claims);
-            r
-        })
+        self.claims.lock().give_back(claims);
+        Box::pin(async { Ok(()) })
+    }
+
+    /// The hot queue's events go back to the table, their leases in it
+    /// ended: a restart must not count tries that were never sent.
+    fn stop_queueing(&self) -> StoreFut<'_, ()> {
+        let seqs = self.claims.lock().drain_hot();
+        Box::pin(async move { self.mark_leased(seqs, 0).await })
     }
 
     fn next_due_at(&self) -> StoreFut<'_, Option<i64>> {
@@ -474,6 +503,56 @@ pub(super) mod tests {
         assert_eq!(ids, ["evt_1"]);
     }
 
+    /// The same file opened again, as by a restarted process.
+    fn reopened(dir: &tempfile::TempDir, store: SqliteStore) -> SqliteStore {
+        drop(store);
+        let path = dir.path().join("q.db").display().to_string();
+        SqliteStore::open(&path, Arc::new(crate::hub::Hub::new())).expect("reopened")
+    }
+
+    /// `leased_until` of event `evt_1` as the file holds it.
+    fn lease_in_table(dir: &tempfile::TempDir) -> i64 {
+        let c = Connection::open(dir.path().join("q.db")).expect("open");
+        c.query_row(
+            "SELECT leased_until FROM events WHERE id = 'evt_1'",
+            [],
+            |r| r.get(0),
+        )
+        .expect("event")
+    }
+
+    /// A head goes to the hot queue with its lease written by the commit
+    /// that made it (so a crash counts its try), and is handed out and
+    /// given back with no write; a shutdown ends the lease of what the
+    /// queue still holds.
+    #[tokio::test]
+    async fn a_queued_head_carries_its_lease_from_its_commit() {
+        let (dir, store) = store_with_one_event().await;
+        assert_eq!(lease_in_table(&dir), 1, "leased as it was committed");
+        let far = i64::MAX / 4;
+        let claim = store.claim_due(ask(far)).await.expect("claim");
+        assert_eq!(claim.claimed.len(), 1);
+        assert_eq!(lease_in_table(&dir), 1, "no write to hand it out");
+        store.give_back(claim.claimed).await.expect("given back");
+        let again = store.claim_due(ask(far)).await.expect("claim");
+        assert_eq!(again.claimed.len(), 1, "the queue hands it out again");
+        assert_eq!(lease_in_table(&dir), 1);
+        store.give_back(again.claimed).await.expect("given back");
+        store.stop_queueing().await.expect("stopped");
+        assert_eq!(lease_in_table(&dir), 0, "never sent: no try to count");
+    }
+
+    /// A claim read from the table writes its leases before it returns.
+    #[tokio::test]
+    async fn a_claim_from_the_table_writes_its_leases() {
+        let (dir, store) = store_with_one_event().await;
+        let store = reopened(&dir, store);
+        let far = i64::MAX / 4;
+        let claim = store.claim_due(ask(far)).await.expect("claim");
+        assert_eq!(claim.claimed.len(), 1);
+        assert_eq!(lease_in_table(&dir), far);
+    }
+
     /// A claim dropped while its lease is being written gives its
     /// deliveries back.
     #[tokio::test]
@@ -484,7 +563,11 @@ pub(super) mod tests {
         // when it is (the claim is then done, nothing dropped on the way),
         // the case is set up again on a fresh store.
         for _ in 0..50 {
-            let (_dir, store) = store_with_one_event().await;
+            let (dir, store) = store_with_one_event().await;
+            // Read from the table (the hot queue, whose events carry their
+            // leases, needs no write): the queue of a restarted process is
+            // empty.
+            let store = reopened(&dir, store);
             let mut claim = store.claim_due(ask(far));
             let first =
                 std::future::poll_fn(|cx| std::task::Poll::Ready(claim.as_mut().poll(cx))).await;

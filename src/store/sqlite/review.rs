@@ -57,10 +57,11 @@ impl Review for SqliteStore {
             let Some(c) = self.take_for_send(&chatbot_id, &event_id, now_ms, lease_until)? else {
                 return Ok(None);
             };
-            let taken = Taken::new(&self.claims, vec![c]);
-            // Written before it is sent, as a claim's lease is; given back
-            // should this fail or the call be dropped meanwhile.
-            self.mark_leased(taken.items(), lease_until).await?;
+            let taken = Taken::unleased(&self.claims, vec![c]);
+            // Written before it is sent, as a claim's lease is; back to the
+            // table should this fail or the call be dropped meanwhile.
+            let seqs = taken.items().iter().map(|c| c.seq).collect();
+            self.mark_leased(seqs, lease_until).await?;
             Ok(taken.handed().pop())
         })
     }
