@@ -53,6 +53,8 @@ pub struct Claims {
     /// Chatbots whose endpoint is disabled (`410 Gone`): their events wait
     /// in the table, which the scan leaves out.
     disabled: HashSet<ChatbotId>,
+    /// Shutting down: nothing more is queued.
+    closed: bool,
 }
 
 impl Claims {
@@ -79,6 +81,16 @@ impl Claims {
     /// event leased otherwise (handed out by a scan) is left to its lease;
     /// one that cannot be queued is left to the table.
     pub fn offer(&mut self, items: impl IntoIterator<Item = Claimed>) {
+        if self.closed {
+            // Left to the table, as an overflow is.
+            for c in items {
+                if self.leases.get(&c.event_id) == Some(&RESERVED) {
+                    self.leases.remove(&c.event_id);
+                }
+            }
+            self.cold_due_at = 0;
+            return;
+        }
         for c in items {
             let free = matches!(self.leases.get(&c.event_id), None | Some(&RESERVED));
             if !free {
@@ -168,12 +180,18 @@ impl Claims {
     /// are the table's again; their ids, for their leases in the table to
     /// be ended.
     pub fn drain_hot(&mut self) -> Vec<i64> {
+        self.closed = true;
         let hot = std::mem::take(&mut self.hot);
         for c in &hot {
             self.leases.remove(&c.event_id);
         }
         self.cold_due_at = 0;
         hot.into_iter().map(|c| c.seq).collect()
+    }
+
+    /// Whether the queue was emptied for a shutdown.
+    pub fn closed(&self) -> bool {
+        self.closed
     }
 
     /// Ends the leases of every claimed delivery (not of queued or reserved
@@ -320,6 +338,21 @@ mod tests {
 
     fn ev(id: &str, bot: &str) -> Claimed {
         Claimed::sample(id, bot, "c")
+    }
+
+    /// Emptied for a shutdown, the queue takes nothing more: what is
+    /// offered then (a head promoted by a last record) is the table's,
+    /// its reservation ended.
+    #[test]
+    fn a_queue_emptied_for_a_shutdown_takes_no_more() {
+        let mut c = Claims::default();
+        c.offer([ev("a", "x")]);
+        assert_eq!(c.drain_hot().len(), 1);
+        assert!(c.closed());
+        c.reserve(["b"]);
+        c.offer([ev("b", "x")]);
+        assert!(c.take_hot(8, &[], 100).is_empty());
+        assert!(!c.leases.contains_key("b"));
     }
 
     #[test]

@@ -221,7 +221,9 @@ impl Queue for SqliteStore {
             let ids: Vec<EventId> = records.iter().map(|r| r.event_id.clone()).collect();
             // One time for the promotions' leases and the offer below: a
             // head goes to the hot queue only with its lease in the table.
+            // Once the queue is closed (shutdown), no lease is written.
             let now = crate::domain::time::now_ms();
+            let hot_at = (!self.claims.lock().closed()).then_some(now);
             let (promoted, retries, gone) = self
                 .write_decided(false, move |c| {
                     let mut promoted = Vec::new();
@@ -303,7 +305,7 @@ impl Queue for SqliteStore {
                         if left == Some(0) {
                             continue;
                         }
-                        let (next, any_left) = promote_next(c, &rec.conversation_id, Some(now))?;
+                        let (next, any_left) = promote_next(c, &rec.conversation_id, hot_at)?;
                         if let Some(mut p) = next {
                             // Its chatbot as the writer knows it, if it
                             // does: the dispatcher need not read it.
@@ -318,6 +320,7 @@ impl Queue for SqliteStore {
                 })
                 .await?;
             let wake = !promoted.is_empty() || !gone.is_empty();
+            let mut unleased = Vec::new();
 
             {
                 let mut cl = self.claims.lock();
@@ -338,8 +341,17 @@ impl Queue for SqliteStore {
                         cl.cold_at(at);
                     }
                 }
-                cl.offer(due);
+                if cl.closed() {
+                    // Closed while this record was written: what it leased
+                    // will not be sent by this process.
+                    if hot_at.is_some() {
+                        unleased = due.iter().map(|c| c.seq).collect();
+                    }
+                } else {
+                    cl.offer(due);
+                }
             }
+            self.mark_leased(unleased, 0).await?;
             if wake {
                 signals.events_due();
             }
