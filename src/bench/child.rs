@@ -28,6 +28,14 @@ impl Child {
             .args(args)
             // The purge pass is logged at info: the purge mode reads it.
             .env("RUST_LOG", "warn,blockhook::lifecycle=info")
+            // The load is one client clicking as fast as it can: the §10
+            // limits would measure themselves. Set in the environment, not
+            // as flags, so that a build from before the limits (which
+            // knows no such flag) can be measured with `--server-exe`.
+            .env("BLOCKHOOK_LIMIT_CONVERSATIONS", "off")
+            .env("BLOCKHOOK_LIMIT_VISITOR", "off")
+            .env("BLOCKHOOK_LIMIT_API_KEY", "off")
+            .env("BLOCKHOOK_MAX_STREAMS_PER_VISITOR", "off")
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(err)
