@@ -289,7 +289,7 @@ pub struct Taken<'a> {
 impl<'a> Taken<'a> {
     /// Taken from the hot queue, whose events have their leases in the
     /// table: given back to the queue.
-    pub fn new(claims: &'a parking_lot::Mutex<Claims>, items: Vec<Claimed>) -> Self {
+    pub fn queued(claims: &'a parking_lot::Mutex<Claims>, items: Vec<Claimed>) -> Self {
         Self {
             claims,
             items,
@@ -495,11 +495,11 @@ mod tests {
         let claims = parking_lot::Mutex::new(Claims::default());
         claims.lock().offer([ev("a", "x"), ev("b", "x")]);
         let out = claims.lock().take_hot(1, &[], 50);
-        drop(Taken::new(&claims, out));
+        drop(Taken::queued(&claims, out));
         let out = claims.lock().take_hot(2, &[], 50);
         let ids: Vec<_> = out.iter().map(|c| c.event_id.as_str()).collect();
         assert_eq!(ids, ["a", "b"], "given back, in their order");
-        let handed = Taken::new(&claims, out).handed();
+        let handed = Taken::queued(&claims, out).handed();
         assert_eq!(handed.len(), 2);
         assert!(
             claims.lock().take_hot(2, &[], 50).is_empty(),
