@@ -173,6 +173,14 @@ pub struct Rooms {
 }
 
 impl Rooms {
+    /// The room of endpoint `id`.
+    pub fn of(&self, id: &str) -> i64 {
+        self.named
+            .iter()
+            .find(|(e, _)| e.as_str() == id)
+            .map_or(self.others, |(_, n)| *n)
+    }
+
     /// The named rooms as a JSON object (`{"ep_…": 3}`), bound as one
     /// parameter.
     pub fn named_json(&self) -> String {

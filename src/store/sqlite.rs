@@ -22,6 +22,7 @@ mod chatbots;
 mod checkpoint;
 mod claims;
 mod dashboard;
+mod delivery_heads;
 mod endpoints;
 mod events;
 mod fanout;

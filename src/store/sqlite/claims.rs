@@ -55,6 +55,9 @@ pub struct Claims {
     disabled: HashSet<ChatbotId>,
     /// Shutting down: nothing more is queued.
     closed: bool,
+    /// The fan-out's due heads (§13), kept beside the events' queue so that
+    /// the writer and the syncer reach both through one lock.
+    pub deliveries: super::delivery_heads::DeliveryHeads,
 }
 
 impl Claims {

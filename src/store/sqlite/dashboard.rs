@@ -58,6 +58,7 @@ impl SqliteStore {
         if n > 0 {
             self.claims.lock().cold_at(0);
             signals.events_due();
+            self.claims.lock().deliveries.rescan();
             signals.deliveries_due();
         }
         Ok(n)

@@ -115,6 +115,8 @@ impl Endpoints for SqliteStore {
                 })
                 .await?;
                 if ep.enabled {
+                    // Its heads, left out of claims while it was paused.
+                    self.claims.lock().deliveries.rescan();
                     signals.events_due();
                 }
                 return Ok(());

@@ -130,6 +130,7 @@ impl Deliveries for SqliteStore {
             .await?;
             self.claims.lock().cold_at(0);
             signals.events_due();
+            self.claims.lock().deliveries.rescan();
             signals.deliveries_due();
             Ok(())
         })
@@ -173,6 +174,7 @@ impl Deliveries for SqliteStore {
             })
             .await?;
             signals.events_due();
+            self.claims.lock().deliveries.rescan();
             signals.deliveries_due();
             Ok(())
         })

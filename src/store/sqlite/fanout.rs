@@ -5,7 +5,7 @@
 //! through the writer.
 
 use super::*;
-use crate::domain::ids::ChatbotId;
+use crate::domain::ids::{ChatbotId, EndpointId};
 use crate::store::fanout::*;
 
 /// The columns of a claimed delivery, with its event's and endpoint's.
@@ -30,6 +30,11 @@ fn claimed_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<ClaimedDelivery> {
     })
 }
 
+/// Most due heads one read of the table lists.
+const SCAN_ROWS: usize = 4096;
+/// Most reads of the table one claim makes.
+const SCAN_ROUNDS: usize = 4;
+
 /// The columns [`route_row`] reads, of an `endpoints` row.
 const ROUTE_COLS: &str = "id, chatbot_id, created_at, event_types, filter";
 
@@ -48,23 +53,34 @@ fn route_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<EndpointRoute> {
 /// Inserts a delivery (once per event and endpoint, and only while both
 /// exist), the head of its (endpoint, conversation) pair when nothing
 /// earlier of the pair is still to make. Run in event order, each sees the
-/// ones before it.
+/// ones before it. A head is listed for the fan-out's claims once its
+/// batch is on disk.
 fn insert_delivery(c: &Connection, d: &NewDelivery) -> rusqlite::Result<usize> {
-    c.prepare_cached(
-        "INSERT OR IGNORE INTO deliveries (event_seq, event_id, endpoint_id, chatbot_id, conversation_id, status, next_attempt_at, created_at, is_head)
-         SELECT ?1, ?2, ?3, ?4, ?5, 'pending', ?6, ?6,
-                NOT EXISTS (SELECT 1 FROM deliveries b INDEXED BY deliveries_active
-                            WHERE b.endpoint_id = ?3 AND b.conversation_id = ?5 AND b.status IN ('pending', 'failed'))
-         WHERE EXISTS (SELECT 1 FROM endpoints WHERE id = ?3) AND EXISTS (SELECT 1 FROM events WHERE seq = ?1)",
-    )?
-    .execute(params![
-        d.event_seq,
-        d.event_id,
-        d.endpoint_id,
-        d.chatbot_id,
-        d.conversation_id,
-        d.created_at
-    ])
+    let head: bool = c
+        .prepare_cached(
+            "SELECT NOT EXISTS (SELECT 1 FROM deliveries INDEXED BY deliveries_active
+                                WHERE endpoint_id = ?1 AND conversation_id = ?2 AND status IN ('pending', 'failed'))",
+        )?
+        .query_row(params![d.endpoint_id, d.conversation_id], |r| r.get(0))?;
+    let n = c
+        .prepare_cached(
+            "INSERT OR IGNORE INTO deliveries (event_seq, event_id, endpoint_id, chatbot_id, conversation_id, status, next_attempt_at, created_at, is_head)
+             SELECT ?1, ?2, ?3, ?4, ?5, 'pending', ?6, ?6, ?7
+             WHERE EXISTS (SELECT 1 FROM endpoints WHERE id = ?3) AND EXISTS (SELECT 1 FROM events WHERE seq = ?1)",
+        )?
+        .execute(params![
+            d.event_seq,
+            d.event_id,
+            d.endpoint_id,
+            d.chatbot_id,
+            d.conversation_id,
+            d.created_at,
+            head
+        ])?;
+    if n == 1 && head {
+        super::writer_cache::routed_head(d.endpoint_id.clone(), c.last_insert_rowid());
+    }
+    Ok(n)
 }
 
 /// Routes an event in the transaction that inserts it (`seq`): one
@@ -183,32 +199,11 @@ impl Fanout for SqliteStore {
     fn claim_deliveries(&self, ask: ClaimAsk<Rooms>) -> StoreFut<'_, Vec<ClaimedDelivery>> {
         let (now_ms, lease_until, limit, rooms) =
             (ask.now_ms, ask.lease_until, ask.limit, &ask.room);
-        let found = self.read(|c| {
-            // The due heads ranked within their endpoint, so that each
-            // endpoint gives no more than its room; an endpoint without
-            // room is passed over before its rows are read.
-            c.prepare_cached(&format!(
-                "SELECT {CLAIM_COLS} FROM (
-                   SELECT h.seq AS hs, h.room AS room,
-                          row_number() OVER (PARTITION BY h.endpoint_id ORDER BY h.next_attempt_at, h.seq) AS rank
-                   FROM (SELECT d.seq, d.endpoint_id, d.conversation_id, d.next_attempt_at,
-                                coalesce((SELECT r.value FROM json_each(?2) r WHERE r.key = d.endpoint_id), ?4) AS room
-                         FROM deliveries d INDEXED BY deliveries_heads
-                         WHERE d.is_head = 1 AND d.status IN ('pending', 'failed')
-                           AND d.next_attempt_at <= ?1 AND d.leased_until <= ?1) h
-                   WHERE h.room > 0
-                     AND NOT EXISTS (SELECT 1 FROM deliveries b INDEXED BY deliveries_active
-                                     WHERE b.endpoint_id = h.endpoint_id
-                                       AND b.conversation_id = h.conversation_id
-                                       AND b.status IN ('pending', 'failed') AND b.seq < h.seq)) r
-                 JOIN deliveries d ON d.seq = r.hs
-                 JOIN endpoints p ON p.id = d.endpoint_id
-                 JOIN events e ON e.seq = d.event_seq
-                 WHERE r.rank <= r.room AND p.enabled = 1
-                 ORDER BY d.next_attempt_at, d.seq LIMIT ?3"
-            ))?
-            .query_map(params![now_ms, rooms.named_json(), limit as i64, rooms.others], claimed_row)?
-            .collect::<rusqlite::Result<Vec<_>>>()
+        // Each endpoint's room from its listed heads, read back by seq;
+        // the table is read first when the list may lack some.
+        let found = self.list_due_heads(now_ms).and_then(|()| {
+            let seqs = self.claims.lock().deliveries.take(rooms, limit);
+            self.listed_heads(seqs, now_ms)
         });
         Box::pin(async move {
             let found = found?;
@@ -230,11 +225,12 @@ impl Fanout for SqliteStore {
             Ok(found)
         })
     }
-
     fn record_delivery_attempts(&self, records: Vec<DeliveryRecord>) -> StoreFut<'_, ()> {
         let signals = self.signals.clone();
         Box::pin(async move {
-            self.write_decided(false, move |c| {
+            let (promoted, retries) = self.write_decided(false, move |c| {
+                let mut promoted = Vec::new();
+                let mut retries = Vec::new();
                 for r in &records {
                     let rec = &r.rec;
                     let next = match rec.next {
@@ -254,7 +250,11 @@ impl Fanout for SqliteStore {
                         continue;
                     }
                     if rec.next.is_final() {
-                        promote_next(c, &r.endpoint_id, &rec.conversation_id)?;
+                        if let Some(seq) = promote_next(c, &r.endpoint_id, &rec.conversation_id)? {
+                            promoted.push((r.endpoint_id.clone(), seq));
+                        }
+                    } else if let AttemptNext::RetryAt(t) = rec.next {
+                        retries.push(t);
                     }
                     c.prepare_cached(
                         "INSERT OR REPLACE INTO delivery_attempts (delivery_seq, number, event_id, endpoint_id, at, status_code,
@@ -278,9 +278,17 @@ impl Fanout for SqliteStore {
                         .execute(params![r.endpoint_id, rec.at_ms])?;
                     }
                 }
-                Ok(())
+                Ok((promoted, retries))
             })
             .await?;
+            {
+                // Committed: a claim reads them back.
+                let mut cl = self.claims.lock();
+                cl.deliveries.add(promoted);
+                for t in retries {
+                    cl.deliveries.retry_at(t);
+                }
+            }
             signals.deliveries_due();
             Ok(())
         })
@@ -295,12 +303,13 @@ impl Fanout for SqliteStore {
                 let mut st = c.prepare_cached(
                     "UPDATE deliveries SET leased_until = 0, next_attempt_at = max(next_attempt_at, ?2) WHERE seq = ?1",
                 )?;
-                for (seq, at) in back {
+                for (seq, at) in &back {
                     st.execute(params![seq, at])?;
                 }
-                Ok(())
+                Ok(back.iter().map(|(_, at)| *at).min().unwrap_or(0))
             })
             .await
+            .map(|first| self.claims.lock().deliveries.scan_at(first))
         })
     }
 
@@ -359,82 +368,91 @@ impl Fanout for SqliteStore {
     }
 }
 
+impl SqliteStore {
+    /// Listed heads read back by seq, those still claimable: a head that
+    /// ended, is leased, is not due or whose endpoint is paused or gone is
+    /// left out (a read of the table finds it again should it come due).
+    fn listed_heads(&self, seqs: Vec<i64>, now_ms: i64) -> StoreResult<Vec<ClaimedDelivery>> {
+        if seqs.is_empty() {
+            return Ok(Vec::new());
+        }
+        self.read(|c| {
+            let seqs = serde_json::to_string(&seqs).unwrap_or_default();
+            c.prepare_cached(&format!(
+                "SELECT {CLAIM_COLS} FROM deliveries d
+                 JOIN endpoints p ON p.id = d.endpoint_id
+                 JOIN events e ON e.seq = d.event_seq
+                 WHERE d.seq IN (SELECT value FROM json_each(?1)) AND d.is_head = 1
+                   AND d.status IN ('pending', 'failed') AND d.next_attempt_at <= ?2
+                   AND d.leased_until <= ?2 AND p.enabled = 1
+                   AND NOT EXISTS (SELECT 1 FROM deliveries b INDEXED BY deliveries_active
+                                   WHERE b.endpoint_id = d.endpoint_id AND b.conversation_id = d.conversation_id
+                                     AND b.status IN ('pending', 'failed') AND b.seq < d.seq)
+                 ORDER BY d.seq"
+            ))?
+            .query_map(params![seqs, now_ms], claimed_row)?
+            .collect()
+        })
+    }
+
+    /// When the list may lack due heads: reads them from the table (but
+    /// those of endpoints with work enough listed, and of paused ones) and
+    /// lists them. A read cut at its size is followed by another that
+    /// leaves out the endpoints it filled, so that one endpoint's backlog
+    /// never hides another's.
+    fn list_due_heads(&self, now_ms: i64) -> StoreResult<()> {
+        for _ in 0..SCAN_ROUNDS {
+            let enough = {
+                let cl = self.claims.lock();
+                if !cl.deliveries.scan_due(now_ms) {
+                    return Ok(());
+                }
+                cl.deliveries.enough()
+            };
+            let heads: Vec<(EndpointId, i64)> = self.read(|c| {
+                let skip = serde_json::to_string(&enough).unwrap_or_default();
+                c.prepare_cached(
+                    "SELECT endpoint_id, seq FROM deliveries INDEXED BY deliveries_heads
+                     WHERE is_head = 1 AND status IN ('pending', 'failed')
+                       AND next_attempt_at <= ?1 AND leased_until <= ?1
+                       AND endpoint_id NOT IN (SELECT value FROM json_each(?2))
+                       AND endpoint_id NOT IN (SELECT id FROM endpoints WHERE enabled = 0)
+                     ORDER BY next_attempt_at, seq LIMIT ?3",
+                )?
+                .query_map(params![now_ms, skip, SCAN_ROWS as i64], |r| {
+                    Ok((r.get(0)?, r.get(1)?))
+                })?
+                .collect()
+            })?;
+            let complete = heads.len() < SCAN_ROWS;
+            let mut cl = self.claims.lock();
+            cl.deliveries.add(heads);
+            cl.deliveries.scanned(now_ms, complete, enough.clone());
+            if complete || cl.deliveries.enough().len() <= enough.len() {
+                break;
+            }
+        }
+        Ok(())
+    }
+}
+
 /// Marks the oldest delivery still to make of an (endpoint, conversation)
-/// pair as its head, once the one before it has ended.
-fn promote_next(c: &Connection, endpoint_id: &str, conversation_id: &str) -> rusqlite::Result<()> {
+/// pair as its head, once the one before it has ended; returns it when it
+/// was not the head already.
+fn promote_next(
+    c: &Connection,
+    endpoint_id: &str,
+    conversation_id: &str,
+) -> rusqlite::Result<Option<i64>> {
     c.prepare_cached(
         "UPDATE deliveries SET is_head = 1 WHERE seq = (
            SELECT min(seq) FROM deliveries INDEXED BY deliveries_active
            WHERE endpoint_id = ?1 AND conversation_id = ?2 AND status IN ('pending', 'failed'))
-         AND is_head = 0",
+         AND is_head = 0 RETURNING seq",
     )?
-    .execute([endpoint_id, conversation_id])?;
-    Ok(())
+    .query_row([endpoint_id, conversation_id], |r| r.get(0))
+    .optional()
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::domain::ids::{ConversationId, EventId};
-    use std::time::Duration;
-
-    fn event(id: &str, payload: &str) -> NewEvent {
-        NewEvent {
-            id: EventId::stored(id),
-            chatbot_id: ChatbotId::stored("cb_1"),
-            conversation_id: ConversationId::stored("conv_1"),
-            event_type: "interaction.button_clicked",
-            payload: payload.as_bytes().to_vec(),
-            created_at: 100,
-            trace: None,
-        }
-    }
-
-    /// No router runs here: the deliveries are there once the insert's
-    /// batch is committed, and the fan-out has been woken.
-    #[tokio::test]
-    async fn an_event_is_routed_in_the_commit_that_stores_it() {
-        let hub = Arc::new(crate::hub::Hub::new());
-        let (_dir, store) =
-            super::super::queue::tests::store_with_chatbot("r.db", hub.clone()).await;
-        store
-            .write(|c| {
-                let mut st = c.prepare(
-                    "INSERT INTO endpoints (id, chatbot_id, is_default, url, filter, replies, signing_secret, created_at, updated_at)
-                     VALUES (?1, 'cb_1', 0, 'http://127.0.0.1:9/x', ?2, 1, 'whsec_y', ?3, ?3)",
-                )?;
-                st.execute(params!["ep_all", None::<String>, 10])?;
-                st.execute(params!["ep_yes", Some(r#"{"action_id":["yes"]}"#), 10])?;
-                st.execute(params!["ep_late", None::<String>, 500])?;
-                Ok(())
-            })
-            .await
-            .expect("endpoints");
-        store
-            .enqueue_event(event("evt_yes", r#"{"action_id":"yes"}"#))
-            .await
-            .expect("event");
-        store
-            .enqueue_event(event("evt_no", r#"{"action_id":"no"}"#))
-            .await
-            .expect("event");
-        let got: Vec<(String, String, bool)> = store
-            .read(|c| {
-                c.prepare("SELECT event_id, endpoint_id, is_head FROM deliveries ORDER BY seq")?
-                    .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
-                    .collect()
-            })
-            .expect("deliveries");
-        let want = [
-            ("evt_yes", "ep_all", true),
-            ("evt_yes", "ep_yes", true),
-            ("evt_no", "ep_all", false),
-        ]
-        .map(|(e, p, h)| (e.to_string(), p.to_string(), h));
-        assert_eq!(got, want);
-        assert!(store.unrouted(10).await.expect("unrouted").is_empty());
-        tokio::time::timeout(Duration::from_secs(5), hub.deliveries.notified())
-            .await
-            .expect("the fan-out is woken once the batch is on disk");
-    }
-}
+mod tests;

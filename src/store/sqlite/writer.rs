@@ -52,8 +52,8 @@ pub(super) struct Ran {
 pub(super) struct Synced {
     done: Vec<Done>,
     hot: Vec<Claimed>,
-    /// It created deliveries to endpoints other than the default.
-    routed: bool,
+    /// The deliveries it created to endpoints other than the default.
+    routed: writer_cache::Routed,
 }
 
 /// A write and whether its commit must reach the disk before it is
@@ -266,8 +266,11 @@ pub(super) fn writer_loop(
             hot.clear();
         }
         // Deliveries are made only by durable jobs (event inserts).
-        let routed = writer_cache::take_routed() && commit.is_ok();
-        if commit.is_ok() && (durable || !hot.is_empty() || routed) {
+        let mut routed = writer_cache::take_routed();
+        if commit.is_err() {
+            routed = writer_cache::Routed::default();
+        }
+        if commit.is_ok() && (durable || !hot.is_empty() || routed.any) {
             // Answered once the WAL reached the disk; the next batch runs
             // meanwhile.
             let batch = Synced {
@@ -334,14 +337,18 @@ pub(super) fn syncer_loop(
             // the table finds it.
             Err(e) => {
                 tracing::error!(error = %e.msg, "writes were committed but may not be on disk");
-                claims.lock().unreserve(
+                let mut cl = claims.lock();
+                cl.deliveries.rescan();
+                cl.unreserve(
                     batches
                         .iter()
                         .flat_map(|b| b.hot.iter().map(|c| c.event_id.as_str())),
                 );
             }
             Ok(()) => {
-                if batches.iter().any(|b| b.routed) {
+                if batches.iter().any(|b| b.routed.any) {
+                    let heads = batches.iter_mut().flat_map(|b| b.routed.heads.drain(..));
+                    claims.lock().deliveries.add(heads);
                     signals.deliveries_due();
                 }
                 let mut hot = batches.iter_mut().flat_map(|b| b.hot.drain(..)).peekable();

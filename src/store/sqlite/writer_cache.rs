@@ -9,6 +9,7 @@ use std::cell::RefCell;
 use std::num::NonZeroUsize;
 use std::sync::Arc;
 
+use crate::domain::ids::EndpointId;
 use crate::domain::model::Message;
 
 const CAPACITY: NonZeroUsize = NonZeroUsize::new(4096).unwrap();
@@ -20,20 +21,37 @@ thread_local! {
     static CACHE: RefCell<Option<lru::LruCache<String, Entry>>> = const { RefCell::new(None) };
 }
 
+/// What the open batch routed (§13): whether it created deliveries, and
+/// those that are heads of their (endpoint, conversation) pair.
+#[derive(Default)]
+pub struct Routed {
+    pub any: bool,
+    pub heads: Vec<(EndpointId, i64)>,
+}
+
 thread_local! {
-    /// The open batch created deliveries (§13): the fan-out is woken once
-    /// it is on disk.
-    static ROUTED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    /// The open batch's deliveries: the fan-out is woken, and their heads
+    /// listed for its claims, once the batch is on disk.
+    static ROUTED: RefCell<Routed> = RefCell::new(Routed::default());
 }
 
 /// A job of the open batch created deliveries.
 pub fn routed() {
-    ROUTED.with(|r| r.set(true));
+    ROUTED.with(|r| r.borrow_mut().any = true);
 }
 
-/// Whether the batch just ended created deliveries; starts the next clean.
-pub fn take_routed() -> bool {
-    ROUTED.with(|r| r.replace(false))
+/// A job of the open batch created the head delivery `seq` of its pair.
+pub fn routed_head(endpoint: EndpointId, seq: i64) {
+    ROUTED.with(|r| {
+        let mut r = r.borrow_mut();
+        r.any = true;
+        r.heads.push((endpoint, seq));
+    });
+}
+
+/// What the batch just ended routed; starts the next clean.
+pub fn take_routed() -> Routed {
+    ROUTED.with(|r| std::mem::take(&mut *r.borrow_mut()))
 }
 
 /// Gives the calling thread (the writer) its caches.

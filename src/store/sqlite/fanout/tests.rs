@@ -1,0 +1,173 @@
+//! The fan-out on a real SQLite file: routing in the insert's commit, and
+//! the due heads listed for claims.
+
+use super::*;
+use crate::domain::ids::{ConversationId, EventId};
+use std::time::Duration;
+
+fn event(id: &str, payload: &str) -> NewEvent {
+    NewEvent {
+        id: EventId::stored(id),
+        chatbot_id: ChatbotId::stored("cb_1"),
+        conversation_id: ConversationId::stored("conv_1"),
+        event_type: "interaction.button_clicked",
+        payload: payload.as_bytes().to_vec(),
+        created_at: 100,
+        trace: None,
+    }
+}
+
+/// No router runs here: the deliveries are there once the insert's
+/// batch is committed, and the fan-out has been woken.
+#[tokio::test]
+async fn an_event_is_routed_in_the_commit_that_stores_it() {
+    let hub = Arc::new(crate::hub::Hub::new());
+    let (_dir, store) = super::super::queue::tests::store_with_chatbot("r.db", hub.clone()).await;
+    store
+        .write(|c| {
+            let mut st = c.prepare(
+                "INSERT INTO endpoints (id, chatbot_id, is_default, url, filter, replies, signing_secret, created_at, updated_at)
+                 VALUES (?1, 'cb_1', 0, 'http://127.0.0.1:9/x', ?2, 1, 'whsec_y', ?3, ?3)",
+            )?;
+            st.execute(params!["ep_all", None::<String>, 10])?;
+            st.execute(params!["ep_yes", Some(r#"{"action_id":["yes"]}"#), 10])?;
+            st.execute(params!["ep_late", None::<String>, 500])?;
+            Ok(())
+        })
+        .await
+        .expect("endpoints");
+    store
+        .enqueue_event(event("evt_yes", r#"{"action_id":"yes"}"#))
+        .await
+        .expect("event");
+    store
+        .enqueue_event(event("evt_no", r#"{"action_id":"no"}"#))
+        .await
+        .expect("event");
+    let got: Vec<(String, String, bool)> = store
+        .read(|c| {
+            c.prepare("SELECT event_id, endpoint_id, is_head FROM deliveries ORDER BY seq")?
+                .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+                .collect()
+        })
+        .expect("deliveries");
+    let want = [
+        ("evt_yes", "ep_all", true),
+        ("evt_yes", "ep_yes", true),
+        ("evt_no", "ep_all", false),
+    ]
+    .map(|(e, p, h)| (e.to_string(), p.to_string(), h));
+    assert_eq!(got, want);
+    assert!(store.unrouted(10).await.expect("unrouted").is_empty());
+    tokio::time::timeout(Duration::from_secs(5), hub.deliveries.notified())
+        .await
+        .expect("the fan-out is woken once the batch is on disk");
+}
+
+fn claim_ask(now: i64, room: Rooms) -> ClaimAsk<Rooms> {
+    ClaimAsk {
+        now_ms: now,
+        lease_until: now + 60_000,
+        limit: 64,
+        room,
+    }
+}
+
+fn open_rooms() -> Rooms {
+    Rooms {
+        named: vec![],
+        others: 32,
+    }
+}
+
+async fn add_endpoints(store: &SqliteStore, ids: &[&'static str]) {
+    let ids: Vec<&'static str> = ids.to_vec();
+    store
+        .write(move |c| {
+            let mut st = c.prepare(
+                "INSERT INTO endpoints (id, chatbot_id, is_default, url, replies, signing_secret, created_at, updated_at)
+                 VALUES (?1, 'cb_1', 0, 'http://127.0.0.1:9/x', 1, 'whsec_y', 10, 10)",
+            )?;
+            for id in ids {
+                st.execute([id])?;
+            }
+            Ok(())
+        })
+        .await
+        .expect("endpoints");
+}
+
+/// After a read of the table that found nothing, the next read is a
+/// second away: a head routed meanwhile is claimed at once only if its
+/// commit listed it.
+#[tokio::test]
+async fn a_routed_head_is_listed_by_its_commit_and_claimed_from_the_list() {
+    let hub = Arc::new(crate::hub::Hub::new());
+    let (_dir, store) = super::super::queue::tests::store_with_chatbot("l.db", hub).await;
+    add_endpoints(&store, &["ep_all"]).await;
+    let now = crate::domain::time::now_ms();
+    assert!(
+        store
+            .claim_deliveries(claim_ask(now, open_rooms()))
+            .await
+            .expect("claim")
+            .is_empty()
+    );
+    assert!(!store.claims.lock().deliveries.scan_due(now + 1));
+    let mut e = event("evt_1", r#"{"action_id":"yes"}"#);
+    e.created_at = now;
+    store.enqueue_event(e).await.expect("event");
+    let got = store
+        .claim_deliveries(claim_ask(now + 1, open_rooms()))
+        .await
+        .expect("claim");
+    assert_eq!(got.len(), 1);
+    assert_eq!(got[0].endpoint_id.as_str(), "ep_all");
+    assert_eq!(got[0].claim.event_id.as_str(), "evt_1");
+}
+
+/// More due heads of one endpoint than a read lists, and that endpoint
+/// has no room: the other endpoint's head is still found and claimed.
+#[tokio::test]
+async fn one_endpoints_backlog_does_not_hide_anothers_heads() {
+    let hub = Arc::new(crate::hub::Hub::new());
+    let (_dir, store) = super::super::queue::tests::store_with_chatbot("b.db", hub).await;
+    add_endpoints(&store, &["ep_a", "ep_b"]).await;
+    let backlog = SCAN_ROWS as i64 + 10;
+    store
+        .write(move |c| {
+            // Each delivery's event (delivered to the default endpoint).
+            let mut ev = c.prepare(
+                "INSERT INTO events (id, chatbot_id, conversation_id, type, payload, created_at, status, attempts, next_attempt_at, is_head, routed)
+                 VALUES (?1, 'cb_1', ?2, 'interaction.button_clicked', X'7B7D', ?3, 'succeeded', 1, 0, 0, 1)",
+            )?;
+            let mut st = c.prepare(
+                "INSERT INTO deliveries (event_seq, event_id, endpoint_id, chatbot_id, conversation_id, status, next_attempt_at, created_at, is_head)
+                 VALUES (?1, ?2, ?3, 'cb_1', ?4, 'pending', ?5, ?5, 1)",
+            )?;
+            for i in 0..=backlog {
+                let (ep, conv) = if i < backlog {
+                    ("ep_a", format!("conv_{i}"))
+                } else {
+                    ("ep_b", "conv_b".to_string())
+                };
+                let id = format!("evt_{i}");
+                ev.execute(params![id, conv, 10 + i])?;
+                st.execute(params![c.last_insert_rowid(), id, ep, conv, 10 + i])?;
+            }
+            Ok(())
+        })
+        .await
+        .expect("backlog");
+    let room = Rooms {
+        named: vec![(EndpointId::stored("ep_a"), 0)],
+        others: 32,
+    };
+    let now = crate::domain::time::now_ms();
+    let got = store
+        .claim_deliveries(claim_ask(now, room))
+        .await
+        .expect("claim");
+    let to: Vec<&str> = got.iter().map(|d| d.endpoint_id.as_str()).collect();
+    assert_eq!(to, ["ep_b"]);
+}
