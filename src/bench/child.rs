@@ -120,6 +120,12 @@ fn shown(args: &[String]) -> Vec<String> {
 
 /// User plus system CPU seconds a process has used (`/proc/<pid>/stat`).
 pub fn cpu_seconds(pid: &str) -> f64 {
+    stat_cpu_seconds(pid, false)
+}
+
+/// As [`cpu_seconds`]; with `reaped`, plus what its children that ended
+/// and were waited for used (`cutime`, `cstime`).
+fn stat_cpu_seconds(pid: &str, reaped: bool) -> f64 {
     let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
         return 0.0;
     };
@@ -133,13 +139,22 @@ pub fn cpu_seconds(pid: &str) -> f64 {
     let (Some(user), Some(system)) = (ticks(11), ticks(12)) else {
         return 0.0;
     };
+    // cutime and cstime are fields 16 and 17.
+    let children = if reaped {
+        ticks(13).unwrap_or(0.0) + ticks(14).unwrap_or(0.0)
+    } else {
+        0.0
+    };
     // SAFETY: sysconf only reads a system constant.
     let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
-    (user + system) / hz
+    (user + system + children) / hz
 }
 
 /// CPU seconds used by every process named `comm` (the PostgreSQL
-/// server's processes, which are not our children).
+/// server's processes, which are not our children), counting those that
+/// ended since: a backend that exits is waited for by the postmaster, so
+/// its CPU moves to the postmaster's children's figure instead of
+/// vanishing from the sum (which could then fall).
 pub fn cpu_seconds_of_all(comm: &str) -> f64 {
     let Ok(dir) = std::fs::read_dir("/proc") else {
         return 0.0;
@@ -150,7 +165,7 @@ pub fn cpu_seconds_of_all(comm: &str) -> f64 {
         .filter(|pid| {
             std::fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim_end() == comm)
         })
-        .map(|pid| cpu_seconds(&pid))
+        .map(|pid| stat_cpu_seconds(&pid, true))
         .sum()
 }
 
@@ -238,6 +253,23 @@ pub async fn drop_postgres(admin_url: &str, db_url: &str) {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_cpu_of_a_child_that_ended_and_was_waited_for_counts_when_asked() {
+        let me = std::process::id().to_string();
+        let reaped = || super::stat_cpu_seconds(&me, true) - super::stat_cpu_seconds(&me, false);
+        let before = reaped();
+        let status = std::process::Command::new("sh")
+            .args(["-c", "i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done"])
+            .status()
+            .expect("sh runs");
+        assert!(status.success());
+        let after = reaped();
+        assert!(
+            after - before >= 0.05,
+            "children's CPU {before} s, then {after} s"
+        );
+    }
+
     #[test]
     fn printed_arguments_hold_no_credential() {
         let args: Vec<String> = [

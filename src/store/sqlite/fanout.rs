@@ -206,13 +206,14 @@ impl Fanout for SqliteStore {
             self.listed_heads(seqs, now_ms)
         });
         Box::pin(async move {
-            let found = found?;
+            let found = found.inspect_err(|_| self.claims.lock().deliveries.rescan())?;
             if found.is_empty() {
                 return Ok(found);
             }
             let seqs: Vec<i64> = found.iter().map(|d| d.claim.seq).collect();
             // Written before any is sent: a crash from here on counts the
-            // try when the lease is found at the next start.
+            // try when the lease is found at the next start. Should it
+            // fail, the next claim finds them in the table.
             self.write_decided(false, move |c| {
                 let mut st =
                     c.prepare_cached("UPDATE deliveries SET leased_until = ?2 WHERE seq = ?1")?;
@@ -221,10 +222,12 @@ impl Fanout for SqliteStore {
                 }
                 Ok(())
             })
-            .await?;
+            .await
+            .inspect_err(|_| self.claims.lock().deliveries.rescan())?;
             Ok(found)
         })
     }
+
     fn record_delivery_attempts(&self, records: Vec<DeliveryRecord>) -> StoreFut<'_, ()> {
         let signals = self.signals.clone();
         Box::pin(async move {
