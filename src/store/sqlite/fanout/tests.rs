@@ -171,3 +171,37 @@ async fn one_endpoints_backlog_does_not_hide_anothers_heads() {
     let to: Vec<&str> = got.iter().map(|d| d.endpoint_id.as_str()).collect();
     assert_eq!(to, ["ep_b"]);
 }
+
+/// A head of a paused endpoint is dropped from the list by the claim that
+/// finds it paused; enabling the endpoint has the next claim read the
+/// table, well before the next read the clock would bring.
+#[tokio::test]
+async fn an_endpoint_enabled_again_has_its_heads_read_from_the_table() {
+    let hub = Arc::new(crate::hub::Hub::new());
+    let (_dir, store) = super::super::queue::tests::store_with_chatbot("p.db", hub).await;
+    add_endpoints(&store, &["ep_p"]).await;
+    store
+        .write(|c| {
+            c.execute(
+                "UPDATE endpoints SET enabled = 0, disabled_reason = 'paused' WHERE id = 'ep_p'",
+                [],
+            )?;
+            Ok(())
+        })
+        .await
+        .expect("paused");
+    let now = crate::domain::time::now_ms();
+    let claim = || store.claim_deliveries(claim_ask(now, open_rooms()));
+    assert!(claim().await.expect("claim").is_empty());
+    let mut e = event("evt_p", r#"{"action_id":"yes"}"#);
+    e.created_at = now;
+    store.enqueue_event(e).await.expect("event");
+    assert!(claim().await.expect("claim").is_empty(), "paused");
+    let mut ep = store.get_endpoint("cb_1", "ep_p").await.expect("endpoint");
+    ep.enabled = true;
+    ep.disabled_reason = None;
+    store.update_endpoint(ep).await.expect("enabled");
+    let got = claim().await.expect("claim");
+    assert_eq!(got.len(), 1);
+    assert_eq!(got[0].claim.event_id.as_str(), "evt_p");
+}
