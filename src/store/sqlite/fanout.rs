@@ -4,9 +4,11 @@
 //! a claim reads its candidates on a read connection and leases them
 //! through the writer.
 
+use super::writer_cache;
 use super::*;
 use crate::domain::ids::{ChatbotId, EndpointId};
 use crate::store::fanout::*;
+use std::sync::Arc;
 
 /// The columns of a claimed delivery, with its event's and endpoint's.
 const CLAIM_COLS: &str = "d.seq, d.event_id, d.chatbot_id, d.conversation_id, e.payload, d.attempts, d.attempt_base,
@@ -51,34 +53,48 @@ fn route_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<EndpointRoute> {
 }
 
 /// Inserts a delivery (once per event and endpoint, and only while both
-/// exist), the head of its (endpoint, conversation) pair when nothing
-/// earlier of the pair is still to make. Run in event order, each sees the
-/// ones before it. A head is listed for the fan-out's claims once its
-/// batch is on disk.
-fn insert_delivery(c: &Connection, d: &NewDelivery) -> rusqlite::Result<usize> {
-    let head: bool = c
-        .prepare_cached(
-            "SELECT NOT EXISTS (SELECT 1 FROM deliveries INDEXED BY deliveries_active
-                                WHERE endpoint_id = ?1 AND conversation_id = ?2 AND status IN ('pending', 'failed'))",
-        )?
-        .query_row(params![d.endpoint_id, d.conversation_id], |r| r.get(0))?;
-    let n = c
-        .prepare_cached(
-            "INSERT OR IGNORE INTO deliveries (event_seq, event_id, endpoint_id, chatbot_id, conversation_id, status, next_attempt_at, created_at, is_head)
-             SELECT ?1, ?2, ?3, ?4, ?5, 'pending', ?6, ?6, ?7
-             WHERE EXISTS (SELECT 1 FROM endpoints WHERE id = ?3) AND EXISTS (SELECT 1 FROM events WHERE seq = ?1)",
-        )?
-        .execute(params![
-            d.event_seq,
-            d.event_id,
-            d.endpoint_id,
-            d.chatbot_id,
-            d.conversation_id,
-            d.created_at,
-            head
-        ])?;
-    if n == 1 && head {
-        super::writer_cache::routed_head(d.endpoint_id.clone(), c.last_insert_rowid());
+/// exist: `checked` for an event routed after its insert; in the insert's
+/// own transaction both were just read), the head of its (endpoint,
+/// conversation) pair when nothing earlier of the pair is still to make.
+/// Run in event order, each sees the ones before it. A head is listed for
+/// the fan-out's claims once its batch is on disk.
+fn insert_delivery(c: &Connection, d: &NewDelivery, checked: bool) -> rusqlite::Result<usize> {
+    let known = writer_cache::pair_pending(&d.endpoint_id, &d.conversation_id);
+    let head: bool = match known {
+        Some(n) => n == 0,
+        None => c
+            .prepare_cached(
+                "SELECT NOT EXISTS (SELECT 1 FROM deliveries INDEXED BY deliveries_active
+                                    WHERE endpoint_id = ?1 AND conversation_id = ?2 AND status IN ('pending', 'failed'))",
+            )?
+            .query_row(params![d.endpoint_id, d.conversation_id], |r| r.get(0))?,
+    };
+    let sql = if checked {
+        "INSERT OR IGNORE INTO deliveries (event_seq, event_id, endpoint_id, chatbot_id, conversation_id, status, next_attempt_at, created_at, is_head)
+         SELECT ?1, ?2, ?3, ?4, ?5, 'pending', ?6, ?6, ?7
+         WHERE EXISTS (SELECT 1 FROM endpoints WHERE id = ?3) AND EXISTS (SELECT 1 FROM events WHERE seq = ?1)"
+    } else {
+        "INSERT OR IGNORE INTO deliveries (event_seq, event_id, endpoint_id, chatbot_id, conversation_id, status, next_attempt_at, created_at, is_head)
+         VALUES (?1, ?2, ?3, ?4, ?5, 'pending', ?6, ?6, ?7)"
+    };
+    let n = c.prepare_cached(sql)?.execute(params![
+        d.event_seq,
+        d.event_id,
+        d.endpoint_id,
+        d.chatbot_id,
+        d.conversation_id,
+        d.created_at,
+        head
+    ])?;
+    if n == 1 {
+        let pending = match known {
+            Some(k) => Some(k + 1),
+            None => head.then_some(1),
+        };
+        writer_cache::set_pair_pending(&d.endpoint_id, &d.conversation_id, pending);
+        if head {
+            writer_cache::routed_head(d.endpoint_id.clone(), c.last_insert_rowid());
+        }
     }
     Ok(n)
 }
@@ -87,15 +103,22 @@ fn insert_delivery(c: &Connection, d: &NewDelivery) -> rusqlite::Result<usize> {
 /// delivery per endpoint of its chatbot, other than the default, whose
 /// route takes it. Returns how many.
 pub(super) fn route_inserted(c: &Connection, seq: i64, e: &NewEvent) -> StoreResult<usize> {
-    let routes: Vec<EndpointRoute> = c
-        .prepare_cached(&format!(
-            "SELECT {ROUTE_COLS} FROM endpoints
-             WHERE chatbot_id = ?1 AND is_default = 0 ORDER BY created_at, id"
-        ))?
-        .query_map([&e.chatbot_id], route_row)?
-        .collect::<rusqlite::Result<_>>()?;
+    let routes = match writer_cache::routes(&e.chatbot_id) {
+        Some(r) => r,
+        None => {
+            let routes: Arc<[EndpointRoute]> = c
+                .prepare_cached(&format!(
+                    "SELECT {ROUTE_COLS} FROM endpoints
+                     WHERE chatbot_id = ?1 AND is_default = 0 ORDER BY created_at, id"
+                ))?
+                .query_map([&e.chatbot_id], route_row)?
+                .collect::<rusqlite::Result<_>>()?;
+            writer_cache::put_routes(&e.chatbot_id, routes.clone());
+            routes
+        }
+    };
     let mut n = 0;
-    for ep in takers(e.event_type, &e.payload, e.created_at, &routes) {
+    for ep in takers(e.event_type, &e.payload, e.created_at, routes.iter()) {
         n += insert_delivery(
             c,
             &NewDelivery {
@@ -106,6 +129,7 @@ pub(super) fn route_inserted(c: &Connection, seq: i64, e: &NewEvent) -> StoreRes
                 conversation_id: e.conversation_id.clone(),
                 created_at: e.created_at,
             },
+            false,
         )?;
     }
     Ok(n)
@@ -180,7 +204,7 @@ impl Fanout for SqliteStore {
                 // In event order, one by one: each sees the ones before it,
                 // so the head of its (endpoint, conversation) pair is exact.
                 for d in &deliveries {
-                    insert_delivery(c, d)?;
+                    insert_delivery(c, d, true)?;
                 }
                 let mut done = c.prepare_cached("UPDATE events SET routed = 1 WHERE seq = ?1")?;
                 for seq in routed {
@@ -242,19 +266,39 @@ impl Fanout for SqliteStore {
                         AttemptNext::EndpointGone => rec.at_ms,
                         AttemptNext::Skipped => 0,
                     };
-                    let changed = c
+                    let set = params![rec.seq, rec.next.status_str(), rec.number, next];
+                    // Whether it was still to make (as the pair's count has it).
+                    let mut was_pending = true;
+                    let mut changed = c
                         .prepare_cached(
                             "UPDATE deliveries SET status = ?2, attempts = max(attempts, ?3), next_attempt_at = ?4,
-                             leased_until = 0 WHERE seq = ?1",
+                             leased_until = 0 WHERE seq = ?1 AND status IN ('pending', 'failed')",
                         )?
-                        .execute(params![rec.seq, rec.next.status_str(), rec.number, next])?;
+                        .execute(set)?;
+                    if changed == 0 {
+                        was_pending = false;
+                        changed = c
+                            .prepare_cached(
+                                "UPDATE deliveries SET status = ?2, attempts = max(attempts, ?3), next_attempt_at = ?4,
+                                 leased_until = 0 WHERE seq = ?1",
+                            )?
+                            .execute(set)?;
+                    }
                     if changed == 0 {
                         // Deleted with its endpoint or event while on the wire.
                         continue;
                     }
                     if rec.next.is_final() {
-                        if let Some(seq) = promote_next(c, &r.endpoint_id, &rec.conversation_id)? {
-                            promoted.push((r.endpoint_id.clone(), seq));
+                        let (ep, conv) = (&r.endpoint_id, &rec.conversation_id);
+                        let left = writer_cache::pair_pending(ep, conv)
+                            .filter(|_| was_pending)
+                            .map(|n| n.saturating_sub(1));
+                        writer_cache::set_pair_pending(ep, conv, left);
+                        // None left of its pair: no next to promote.
+                        if left != Some(0)
+                            && let Some(seq) = promote_next(c, ep, conv)?
+                        {
+                            promoted.push((ep.clone(), seq));
                         }
                     } else if let AttemptNext::RetryAt(t) = rec.next {
                         retries.push(t);
@@ -329,6 +373,9 @@ impl Fanout for SqliteStore {
                     .query_map([cutoff_ms], |r| Ok((r.get(0)?, r.get(1)?)))?
                     .collect::<rusqlite::Result<_>>()?;
                 let n = pairs.len();
+                if n > 0 {
+                    writer_cache::forget_pairs();
+                }
                 let mut pairs = pairs;
                 pairs.sort_unstable();
                 pairs.dedup();
@@ -351,7 +398,7 @@ impl Fanout for SqliteStore {
                     return Ok((n as u64, Vec::new()));
                 }
                 // Its counts of undelivered events per conversation.
-                super::writer_cache::clear();
+                writer_cache::clear();
                 let mut convs: Vec<&str> = ended.iter().map(|(_, c)| c.as_str()).collect();
                 convs.sort_unstable();
                 convs.dedup();

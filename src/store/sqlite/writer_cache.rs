@@ -11,6 +11,7 @@ use std::sync::Arc;
 
 use crate::domain::ids::EndpointId;
 use crate::domain::model::Message;
+use crate::store::fanout::EndpointRoute;
 
 const CAPACITY: NonZeroUsize = NonZeroUsize::new(4096).unwrap();
 
@@ -60,6 +61,8 @@ pub fn enable() {
     CONVERSATIONS.with(|c| *c.borrow_mut() = Some(lru::LruCache::new(CAPACITY)));
     SETTLED.with(|c| *c.borrow_mut() = Some(lru::LruCache::new(CAPACITY)));
     ACTIVE.with(|c| *c.borrow_mut() = Some(lru::LruCache::new(CAPACITY)));
+    ROUTES.with(|c| *c.borrow_mut() = Some(lru::LruCache::new(CAPACITY)));
+    PAIRS.with(|c| *c.borrow_mut() = Some(lru::LruCache::new(CAPACITY)));
 }
 
 pub fn message(id: &str) -> Option<Message> {
@@ -183,6 +186,12 @@ pub fn clear_conversations() {
             cache.clear();
         }
     });
+    ROUTES.with(|c| {
+        if let Some(cache) = c.borrow_mut().as_mut() {
+            cache.clear();
+        }
+    });
+    forget_pairs();
 }
 
 thread_local! {
@@ -210,6 +219,61 @@ pub fn forget_active(id: &str) {
     ACTIVE.with(|c| {
         if let Some(cache) = c.borrow_mut().as_mut() {
             cache.pop(id);
+        }
+    });
+}
+
+thread_local! {
+    static ROUTES: RefCell<Option<lru::LruCache<String, Arc<[EndpointRoute]>>>> = const { RefCell::new(None) };
+    static PAIRS: RefCell<Option<lru::LruCache<(EndpointId, String), u32>>> = const { RefCell::new(None) };
+}
+
+/// A chatbot's endpoints other than the default, as routing reads them
+/// (every change of an endpoint goes through a job that empties this).
+pub fn routes(chatbot_id: &str) -> Option<Arc<[EndpointRoute]>> {
+    ROUTES.with(|c| c.borrow_mut().as_mut()?.get(chatbot_id).cloned())
+}
+
+pub fn put_routes(chatbot_id: &str, routes: Arc<[EndpointRoute]>) {
+    ROUTES.with(|c| {
+        if let Some(cache) = c.borrow_mut().as_mut() {
+            cache.put(chatbot_id.to_string(), routes);
+        }
+    });
+}
+
+/// How many deliveries of an (endpoint, conversation) pair are still to
+/// make (pending or failed), when the writer knows it exactly: learned
+/// when a query found none, then followed through every delivery it
+/// inserts and every attempt that ends one. Any other change of a
+/// delivery's state goes through a job that empties this first.
+pub fn pair_pending(endpoint: &EndpointId, conversation: &str) -> Option<u32> {
+    PAIRS.with(|c| {
+        c.borrow_mut()
+            .as_mut()?
+            .get(&(endpoint.clone(), conversation.to_string()))
+            .copied()
+    })
+}
+
+/// `None`: no longer known.
+pub fn set_pair_pending(endpoint: &EndpointId, conversation: &str, n: Option<u32>) {
+    PAIRS.with(|c| {
+        if let Some(cache) = c.borrow_mut().as_mut() {
+            let key = (endpoint.clone(), conversation.to_string());
+            match n {
+                Some(n) => cache.put(key, n),
+                None => cache.pop(&key),
+            };
+        }
+    });
+}
+
+/// After a change of deliveries' states the counts do not follow.
+pub fn forget_pairs() {
+    PAIRS.with(|c| {
+        if let Some(cache) = c.borrow_mut().as_mut() {
+            cache.clear();
         }
     });
 }

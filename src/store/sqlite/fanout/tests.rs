@@ -205,3 +205,100 @@ async fn an_endpoint_enabled_again_has_its_heads_read_from_the_table() {
     assert_eq!(got.len(), 1);
     assert_eq!(got[0].claim.event_id.as_str(), "evt_p");
 }
+
+fn succeeded(d: &ClaimedDelivery, at_ms: i64) -> DeliveryRecord {
+    DeliveryRecord {
+        endpoint_id: d.endpoint_id.clone(),
+        rec: AttemptRecord {
+            event_id: d.claim.event_id.clone(),
+            seq: d.claim.seq,
+            conversation_id: d.claim.conversation_id.clone(),
+            number: 1,
+            at_ms,
+            status_code: Some(200),
+            duration_ms: 1,
+            error: None,
+            response_excerpt: None,
+            request_headers: None,
+            next: AttemptNext::Succeeded,
+        },
+    }
+}
+
+/// The writer counts each pair's deliveries still to make, and promotes
+/// no next one when the count says none is left: an attempt recorded
+/// twice (a redelivery's answer arriving late) must not be counted twice,
+/// or the third delivery of the pair would never be sent.
+#[tokio::test]
+async fn an_attempt_recorded_twice_does_not_hold_the_pairs_next_delivery() {
+    let hub = Arc::new(crate::hub::Hub::new());
+    let (_dir, store) = super::super::queue::tests::store_with_chatbot("t.db", hub).await;
+    add_endpoints(&store, &["ep_all"]).await;
+    let now = crate::domain::time::now_ms();
+    for id in ["evt_1", "evt_2", "evt_3"] {
+        insert_as_a_click(&store, id, now).await;
+    }
+    let claim = || store.claim_deliveries(claim_ask(now + 1, open_rooms()));
+    let first = claim().await.expect("claim");
+    let ids: Vec<&str> = first.iter().map(|d| d.claim.event_id.as_str()).collect();
+    assert_eq!(ids, ["evt_1"], "one at a time per pair");
+    for _ in 0..2 {
+        store
+            .record_delivery_attempts(vec![succeeded(&first[0], now + 1)])
+            .await
+            .expect("recorded");
+    }
+    let second = claim().await.expect("claim");
+    let ids: Vec<&str> = second.iter().map(|d| d.claim.event_id.as_str()).collect();
+    assert_eq!(ids, ["evt_2"]);
+    store
+        .record_delivery_attempts(vec![succeeded(&second[0], now + 1)])
+        .await
+        .expect("recorded");
+    let third = claim().await.expect("claim");
+    let ids: Vec<&str> = third.iter().map(|d| d.claim.event_id.as_str()).collect();
+    assert_eq!(ids, ["evt_3"], "the pair's last delivery is its head");
+}
+
+/// Inserts an event in a job that decides before it writes, as a click
+/// does: such a job keeps the writer's caches.
+async fn insert_as_a_click(store: &SqliteStore, id: &'static str, now: i64) {
+    store
+        .write_decided(true, move |c| {
+            let mut e = event(id, r#"{"action_id":"yes"}"#);
+            e.created_at = now;
+            super::super::queue::insert_event(c, e)
+        })
+        .await
+        .expect("event");
+}
+
+/// The writer keeps each chatbot's routes between clicks: a change of an
+/// endpoint applies from the next event on.
+#[tokio::test]
+async fn an_endpoint_changed_between_two_clicks_routes_the_second_as_changed() {
+    let hub = Arc::new(crate::hub::Hub::new());
+    let (_dir, store) = super::super::queue::tests::store_with_chatbot("c.db", hub).await;
+    add_endpoints(&store, &["ep_all"]).await;
+    let now = crate::domain::time::now_ms();
+    insert_as_a_click(&store, "evt_1", now).await;
+    let mut ep = store
+        .get_endpoint("cb_1", "ep_all")
+        .await
+        .expect("endpoint");
+    ep.event_types = Some(vec!["message.received".to_string()]);
+    store.update_endpoint(ep).await.expect("updated");
+    insert_as_a_click(&store, "evt_2", now).await;
+    add_endpoints(&store, &["ep_new"]).await;
+    insert_as_a_click(&store, "evt_3", now).await;
+    let got: Vec<(String, String)> = store
+        .read(|c| {
+            c.prepare("SELECT event_id, endpoint_id FROM deliveries ORDER BY seq")?
+                .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+                .collect()
+        })
+        .expect("deliveries");
+    let want =
+        [("evt_1", "ep_all"), ("evt_3", "ep_new")].map(|(e, p)| (e.to_string(), p.to_string()));
+    assert_eq!(got, want);
+}
