@@ -3,6 +3,8 @@
 //! matching creates, and their claims, attempts and leases.
 
 use serde_json::Value;
+use serde_json::value::RawValue;
+use std::collections::HashMap;
 
 use super::{AttemptRecord, ClaimAsk, Claimed};
 use crate::domain::endpoints::{RateLimit, Route};
@@ -43,21 +45,46 @@ pub fn takers<'a>(
     if event_type == crate::domain::events::WEBHOOK_TEST {
         return Vec::new();
     }
-    let mut parsed: Option<Value> = None;
-    endpoints
+    let eps: Vec<&EndpointRoute> = endpoints
         .into_iter()
+        .filter(|ep| ep.created_at <= created_at)
+        .collect();
+    let mut view: Option<Value> = None;
+    eps.iter()
+        .copied()
         .filter(|ep| {
-            if ep.created_at > created_at {
-                return false;
-            }
             let body = match ep.route.filter {
                 None => &Value::Null,
-                Some(_) => &*parsed
-                    .get_or_insert_with(|| serde_json::from_slice(payload).unwrap_or(Value::Null)),
+                Some(_) => &*view.get_or_insert_with(|| filter_view(payload, &eps)),
             };
             ep.route.matches(event_type, body)
         })
         .collect()
+}
+
+/// The payload's top-level values that the filters of `eps` read (a key,
+/// or one level into it), parsed; the rest of the payload is only
+/// scanned, not built. A payload that is not a JSON object is `Null`,
+/// which no filter matches.
+fn filter_view(payload: &[u8], eps: &[&EndpointRoute]) -> Value {
+    let Ok(raw) = serde_json::from_slice::<HashMap<String, &RawValue>>(payload) else {
+        return Value::Null;
+    };
+    let mut view = serde_json::Map::new();
+    let keys = eps.iter().flat_map(|ep| ep.route.filter.iter().flatten());
+    for (key, _) in keys {
+        let outer = key.split_once('.').map_or(key.as_str(), |(outer, _)| outer);
+        if view.contains_key(outer) {
+            continue;
+        }
+        if let Some(Ok(v)) = raw
+            .get(outer)
+            .map(|v| serde_json::from_str::<Value>(v.get()))
+        {
+            view.insert(outer.to_string(), v);
+        }
+    }
+    Value::Object(view)
 }
 
 /// A delivery the router creates.
@@ -293,6 +320,22 @@ mod tests {
         // still takes the event.
         assert_eq!(ids(takers(clicked, b"{", 60, &eps)), ["ep_all", "ep_late"]);
         assert!(takers(crate::domain::events::WEBHOOK_TEST, b"{}", 60, &eps).is_empty());
+    }
+
+    #[test]
+    fn a_filter_reads_its_keys_and_one_level_into_them_from_the_payload() {
+        let eps = [route(
+            "ep_pro",
+            10,
+            Some(r#"{"user.plan":["pro"],"n":[1]}"#),
+        )];
+        let t = "interaction.button_clicked";
+        let yes = br#"{"message":{"blocks":[{"x":[1,{"y":"z"}]}]},"user":{"plan":"pro"},"n":1.0}"#;
+        assert_eq!(ids(takers(t, yes, 20, &eps)), ["ep_pro"]);
+        assert!(takers(t, br#"{"user":{"plan":"free"},"n":1}"#, 20, &eps).is_empty());
+        assert!(takers(t, br#"{"user":{"plan":"pro"}}"#, 20, &eps).is_empty());
+        assert!(takers(t, br#"{"user":"pro","n":1}"#, 20, &eps).is_empty());
+        assert!(takers(t, br#"[{"user":{"plan":"pro"},"n":1}]"#, 20, &eps).is_empty());
     }
 
     #[test]

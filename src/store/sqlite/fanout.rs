@@ -32,6 +32,10 @@ fn claimed_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<ClaimedDelivery> {
     })
 }
 
+/// Up to how many deliveries still to make of one (endpoint,
+/// conversation) pair the writer counts, to follow the count from there.
+const PAIR_COUNT_BOUND: u32 = 1024;
+
 /// Most due heads one read of the table lists.
 const SCAN_ROWS: usize = 4096;
 /// Most reads of the table one claim makes.
@@ -60,14 +64,22 @@ fn route_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<EndpointRoute> {
 /// the fan-out's claims once its batch is on disk.
 fn insert_delivery(c: &Connection, d: &NewDelivery, checked: bool) -> rusqlite::Result<usize> {
     let known = writer_cache::pair_pending(&d.endpoint_id, &d.conversation_id);
+    let mut counted = known;
     let head: bool = match known {
         Some(n) => n == 0,
-        None => c
-            .prepare_cached(
-                "SELECT NOT EXISTS (SELECT 1 FROM deliveries INDEXED BY deliveries_active
-                                    WHERE endpoint_id = ?1 AND conversation_id = ?2 AND status IN ('pending', 'failed'))",
-            )?
-            .query_row(params![d.endpoint_id, d.conversation_id], |r| r.get(0))?,
+        None => {
+            // Counted up to a bound: past it the count stays unknown.
+            let n: u32 = c
+                .prepare_cached(
+                    "SELECT count(*) FROM (SELECT 1 FROM deliveries INDEXED BY deliveries_active
+                     WHERE endpoint_id = ?1 AND conversation_id = ?2 AND status IN ('pending', 'failed') LIMIT ?3)",
+                )?
+                .query_row(params![d.endpoint_id, d.conversation_id, PAIR_COUNT_BOUND], |r| {
+                    r.get(0)
+                })?;
+            counted = (n < PAIR_COUNT_BOUND).then_some(n);
+            n == 0
+        }
     };
     let sql = if checked {
         "INSERT OR IGNORE INTO deliveries (event_seq, event_id, endpoint_id, chatbot_id, conversation_id, status, next_attempt_at, created_at, is_head)
@@ -87,10 +99,7 @@ fn insert_delivery(c: &Connection, d: &NewDelivery, checked: bool) -> rusqlite::
         head
     ])?;
     if n == 1 {
-        let pending = match known {
-            Some(k) => Some(k + 1),
-            None => head.then_some(1),
-        };
+        let pending = counted.map(|k| k + 1);
         writer_cache::set_pair_pending(&d.endpoint_id, &d.conversation_id, pending);
         if head {
             writer_cache::routed_head(d.endpoint_id.clone(), c.last_insert_rowid());
