@@ -54,6 +54,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../migrations/sqlite/0010_endpoints.sql"),
     include_str!("../../migrations/sqlite/0011_delivery_heads.sql"),
     include_str!("../../migrations/sqlite/0012_purge_keyset.sql"),
+    include_str!("../../migrations/sqlite/0013_delivery_attempts_by_delivery.sql"),
 ];
 const MAX_BATCH: usize = 512;
 /// Statements kept prepared per connection (the writer runs about 30).

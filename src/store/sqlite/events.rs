@@ -52,9 +52,9 @@ impl Deliveries for SqliteStore {
                      WHERE event_id = ?1
                      UNION ALL
                      SELECT endpoint_id, number, at, status_code, duration_ms, error, response_excerpt, request_headers
-                     FROM delivery_attempts WHERE event_id = ?1",
+                     FROM delivery_attempts WHERE delivery_seq IN (SELECT seq FROM deliveries WHERE event_seq = ?2)",
                 )?
-                .query_map([event_id], attempt_row)?
+                .query_map(params![event_id, seq], attempt_row)?
                 .collect::<rusqlite::Result<Vec<_>>>()?;
             let others = c
                 .prepare_cached(
