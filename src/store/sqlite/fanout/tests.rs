@@ -97,14 +97,24 @@ async fn add_endpoints(store: &SqliteStore, ids: &[&'static str]) {
         .expect("endpoints");
 }
 
+/// A store on a fresh file with chatbot `cb_1` and, beside its default,
+/// the endpoints `ids`.
+async fn store_with_endpoints(
+    file: &str,
+    ids: &[&'static str],
+) -> (tempfile::TempDir, SqliteStore) {
+    let hub = Arc::new(crate::hub::Hub::new());
+    let (dir, store) = super::super::queue::tests::store_with_chatbot(file, hub).await;
+    add_endpoints(&store, ids).await;
+    (dir, store)
+}
+
 /// After a read of the table that found nothing, the next read is a
 /// second away: a head routed meanwhile is claimed at once only if its
 /// commit listed it.
 #[tokio::test]
 async fn a_routed_head_is_listed_by_its_commit_and_claimed_from_the_list() {
-    let hub = Arc::new(crate::hub::Hub::new());
-    let (_dir, store) = super::super::queue::tests::store_with_chatbot("l.db", hub).await;
-    add_endpoints(&store, &["ep_all"]).await;
+    let (_dir, store) = store_with_endpoints("l.db", &["ep_all"]).await;
     let now = crate::domain::time::now_ms();
     assert!(
         store
@@ -130,9 +140,7 @@ async fn a_routed_head_is_listed_by_its_commit_and_claimed_from_the_list() {
 /// has no room: the other endpoint's head is still found and claimed.
 #[tokio::test]
 async fn one_endpoints_backlog_does_not_hide_anothers_heads() {
-    let hub = Arc::new(crate::hub::Hub::new());
-    let (_dir, store) = super::super::queue::tests::store_with_chatbot("b.db", hub).await;
-    add_endpoints(&store, &["ep_a", "ep_b"]).await;
+    let (_dir, store) = store_with_endpoints("b.db", &["ep_a", "ep_b"]).await;
     let backlog = SCAN_ROWS as i64 + 10;
     store
         .write(move |c| {
@@ -177,9 +185,7 @@ async fn one_endpoints_backlog_does_not_hide_anothers_heads() {
 /// table, well before the next read the clock would bring.
 #[tokio::test]
 async fn an_endpoint_enabled_again_has_its_heads_read_from_the_table() {
-    let hub = Arc::new(crate::hub::Hub::new());
-    let (_dir, store) = super::super::queue::tests::store_with_chatbot("p.db", hub).await;
-    add_endpoints(&store, &["ep_p"]).await;
+    let (_dir, store) = store_with_endpoints("p.db", &["ep_p"]).await;
     store
         .write(|c| {
             c.execute(
@@ -231,33 +237,44 @@ fn succeeded(d: &ClaimedDelivery, at_ms: i64) -> DeliveryRecord {
 /// or the third delivery of the pair would never be sent.
 #[tokio::test]
 async fn an_attempt_recorded_twice_does_not_hold_the_pairs_next_delivery() {
-    let hub = Arc::new(crate::hub::Hub::new());
-    let (_dir, store) = super::super::queue::tests::store_with_chatbot("t.db", hub).await;
-    add_endpoints(&store, &["ep_all"]).await;
+    let (_dir, store) = store_with_endpoints("t.db", &["ep_all"]).await;
     let now = crate::domain::time::now_ms();
     for id in ["evt_1", "evt_2", "evt_3"] {
         insert_as_a_click(&store, id, now).await;
     }
-    let claim = || store.claim_deliveries(claim_ask(now + 1, open_rooms()));
-    let first = claim().await.expect("claim");
-    let ids: Vec<&str> = first.iter().map(|d| d.claim.event_id.as_str()).collect();
-    assert_eq!(ids, ["evt_1"], "one at a time per pair");
+    let first = claimed(&store, now + 1).await;
+    assert_eq!(event_ids(&first), ["evt_1"], "one at a time per pair");
     for _ in 0..2 {
-        store
-            .record_delivery_attempts(vec![succeeded(&first[0], now + 1)])
-            .await
-            .expect("recorded");
+        record_success(&store, &first[0], now + 1).await;
     }
-    let second = claim().await.expect("claim");
-    let ids: Vec<&str> = second.iter().map(|d| d.claim.event_id.as_str()).collect();
-    assert_eq!(ids, ["evt_2"]);
+    let second = claimed(&store, now + 1).await;
+    assert_eq!(event_ids(&second), ["evt_2"]);
+    record_success(&store, &second[0], now + 1).await;
+    let third = claimed(&store, now + 1).await;
+    assert_eq!(
+        event_ids(&third),
+        ["evt_3"],
+        "the pair's last delivery is its head"
+    );
+}
+
+/// What a claim at `now` takes, with room everywhere.
+async fn claimed(store: &SqliteStore, now: i64) -> Vec<ClaimedDelivery> {
     store
-        .record_delivery_attempts(vec![succeeded(&second[0], now + 1)])
+        .claim_deliveries(claim_ask(now, open_rooms()))
+        .await
+        .expect("claim")
+}
+
+fn event_ids(got: &[ClaimedDelivery]) -> Vec<&str> {
+    got.iter().map(|d| d.claim.event_id.as_str()).collect()
+}
+
+async fn record_success(store: &SqliteStore, d: &ClaimedDelivery, at_ms: i64) {
+    store
+        .record_delivery_attempts(vec![succeeded(d, at_ms)])
         .await
         .expect("recorded");
-    let third = claim().await.expect("claim");
-    let ids: Vec<&str> = third.iter().map(|d| d.claim.event_id.as_str()).collect();
-    assert_eq!(ids, ["evt_3"], "the pair's last delivery is its head");
 }
 
 /// Inserts an event in a job that decides before it writes, as a click
@@ -277,9 +294,7 @@ async fn insert_as_a_click(store: &SqliteStore, id: &'static str, now: i64) {
 /// endpoint applies from the next event on.
 #[tokio::test]
 async fn an_endpoint_changed_between_two_clicks_routes_the_second_as_changed() {
-    let hub = Arc::new(crate::hub::Hub::new());
-    let (_dir, store) = super::super::queue::tests::store_with_chatbot("c.db", hub).await;
-    add_endpoints(&store, &["ep_all"]).await;
+    let (_dir, store) = store_with_endpoints("c.db", &["ep_all"]).await;
     let now = crate::domain::time::now_ms();
     insert_as_a_click(&store, "evt_1", now).await;
     let mut ep = store
