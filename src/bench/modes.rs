@@ -150,6 +150,10 @@ pub async fn closed(
             r.endpoints = Some(endpoints);
             r.endpoints_made = Some(made);
             r.endpoints_lag_s = Some(t0.elapsed().as_secs_f64());
+            let (cpu, db) = meter.cpu_so_far();
+            let per_click = |s: f64| s * 1e6 / r.accepted.max(1) as f64;
+            r.endpoints_cpu_us_per_click = Some(per_click(cpu));
+            r.endpoints_database_cpu_us_per_click = db.map(per_click);
         }
         r.preload = server.preloaded.map(|p| p.0);
         r.preload_s = server.preloaded.map(|p| p.1);

@@ -120,6 +120,13 @@ pub struct ModeReport {
     /// delivery the two extra ones had all theirs, in seconds.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub endpoints_lag_s: Option<f64>,
+    /// Three-endpoint mode: the server's CPU per accepted click until the
+    /// extra endpoints' last delivery (the figure `server_cpu_us_per_click`
+    /// stops at the default endpoint's last), and PostgreSQL's as well.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub endpoints_cpu_us_per_click: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub endpoints_database_cpu_us_per_click: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub first_error: Option<String>,
 }
@@ -237,6 +244,14 @@ pub fn table(reports: &[ModeReport]) -> String {
                     if made { "yes" } else { "NO" },
                     r.endpoints_lag_s
                         .map(|l| format!(", {l:.2} s after the default endpoint's last"))
+                        .unwrap_or_default()
+                ));
+            }
+            if let Some(us) = r.endpoints_cpu_us_per_click {
+                s.push_str(&format!(
+                    "{name}: server CPU until every endpoint's last delivery: {us:.1} µs/click{}\n",
+                    r.endpoints_database_cpu_us_per_click
+                        .map(|db| format!(", PostgreSQL {db:.1} µs/click"))
                         .unwrap_or_default()
                 ));
             }

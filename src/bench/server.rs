@@ -262,6 +262,15 @@ impl Meter {
         }
     }
 
+    /// The server's CPU seconds since the start, and PostgreSQL's.
+    pub fn cpu_so_far(&self) -> (f64, Option<f64>) {
+        (
+            cpu_of(&self.pids) - self.server0,
+            self.db0
+                .map(|db0| child::cpu_seconds_of_all(POSTGRES_COMM) - db0),
+        )
+    }
+
     pub fn report(
         &self,
         mode: &'static str,
