@@ -49,6 +49,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../migrations/postgres/0010_endpoints.sql"),
     include_str!("../../migrations/postgres/0011_delivery_heads.sql"),
     include_str!("../../migrations/postgres/0012_purge_keyset.sql"),
+    include_str!("../../migrations/postgres/0013_record_deliveries.sql"),
 ];
 
 pub struct PostgresStore {

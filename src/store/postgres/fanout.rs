@@ -220,64 +220,32 @@ impl Fanout for PostgresStore {
 
     fn record_delivery_attempts(&self, records: Vec<DeliveryRecord>) -> StoreFut<'_, ()> {
         Box::pin(async move {
-            let mut tx = self.pool.begin().await?;
-            let ended: Vec<EndpointId> = records
-                .iter()
-                .filter(|r| r.rec.next.is_final())
-                .map(|r| r.endpoint_id.clone())
-                .collect();
-            if !ended.is_empty() {
-                lock_endpoints(&mut tx, &ended).await?;
+            if records.is_empty() {
+                return Ok(());
             }
-            for r in &records {
-                let rec = &r.rec;
-                let next = match rec.next {
-                    AttemptNext::Succeeded | AttemptNext::Dead | AttemptNext::Skipped => 0,
-                    AttemptNext::RetryAt(t) => t,
-                    AttemptNext::EndpointGone => rec.at_ms,
-                };
-                let changed = sqlx::query(
-                    "UPDATE deliveries SET status = $2, attempts = GREATEST(attempts, $3), next_attempt_at = $4,
-                     leased_until = 0 WHERE seq = $1",
-                )
-                .bind(rec.seq)
-                .bind(rec.next.status_str())
-                .bind(rec.number as i64)
-                .bind(next)
-                .execute(&mut *tx)
-                .await?
-                .rows_affected();
-                if changed == 0 {
-                    // Deleted with its endpoint or event while on the wire.
-                    continue;
-                }
-                if rec.next.is_final() {
-                    promote_next(&mut tx, &r.endpoint_id, &rec.conversation_id).await?;
-                }
-                let q = sqlx::query(
-                    "INSERT INTO delivery_attempts (delivery_seq, number, event_id, endpoint_id, at, status_code,
-                       duration_ms, error, response_excerpt, request_headers)
-                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
-                     ON CONFLICT (delivery_seq, number) DO UPDATE SET at = EXCLUDED.at, status_code = EXCLUDED.status_code,
-                       duration_ms = EXCLUDED.duration_ms, error = EXCLUDED.error,
-                       response_excerpt = EXCLUDED.response_excerpt, request_headers = EXCLUDED.request_headers",
-                )
-                .bind(rec.seq)
-                .bind(rec.number as i64)
-                .bind(&rec.event_id)
-                .bind(&r.endpoint_id);
-                super::queue::bind_outcome(q, rec).execute(&mut *tx).await?;
-                if rec.next == AttemptNext::EndpointGone {
-                    sqlx::query(
-                        "UPDATE endpoints SET enabled = 0, disabled_reason = 'gone', updated_at = $2 WHERE id = $1",
-                    )
-                    .bind(&r.endpoint_id)
-                    .bind(rec.at_ms)
-                    .execute(&mut *tx)
-                    .await?;
-                }
-            }
-            tx.commit().await?;
+            let b = RecordColumns::of(&records);
+            // One call: the endpoints' locks, then each attempt's three
+            // statements (migration 0013), in its own transaction.
+            sqlx::query(
+                "SELECT blockhook_record_deliveries($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)",
+            )
+            .bind(&b.seq)
+            .bind(&b.status)
+            .bind(&b.number)
+            .bind(&b.next)
+            .bind(&b.is_final)
+            .bind(&b.endpoint)
+            .bind(&b.conversation)
+            .bind(&b.event)
+            .bind(&b.at)
+            .bind(&b.code)
+            .bind(&b.duration)
+            .bind(&b.error)
+            .bind(&b.excerpt)
+            .bind(&b.headers)
+            .bind(&b.gone)
+            .execute(&self.pool)
+            .await?;
             self.signals.deliveries_due();
             Ok(())
         })
@@ -388,4 +356,54 @@ async fn promote_next(
     .execute(&mut **tx)
     .await?;
     Ok(())
+}
+
+/// A batch of fan-out attempt records as the columns
+/// `blockhook_record_deliveries` takes.
+#[derive(Default)]
+struct RecordColumns<'a> {
+    seq: Vec<i64>,
+    status: Vec<&'static str>,
+    number: Vec<i64>,
+    next: Vec<i64>,
+    is_final: Vec<bool>,
+    endpoint: Vec<&'a str>,
+    conversation: Vec<&'a str>,
+    event: Vec<&'a str>,
+    at: Vec<i64>,
+    code: Vec<Option<i64>>,
+    duration: Vec<i64>,
+    error: Vec<Option<&'a str>>,
+    excerpt: Vec<Option<&'a str>>,
+    headers: Vec<Option<&'a str>>,
+    gone: Vec<bool>,
+}
+
+impl<'a> RecordColumns<'a> {
+    fn of(records: &'a [DeliveryRecord]) -> Self {
+        let mut b = Self::default();
+        for r in records {
+            let rec = &r.rec;
+            b.seq.push(rec.seq);
+            b.status.push(rec.next.status_str());
+            b.number.push(i64::from(rec.number));
+            b.next.push(match rec.next {
+                AttemptNext::Succeeded | AttemptNext::Dead | AttemptNext::Skipped => 0,
+                AttemptNext::RetryAt(t) => t,
+                AttemptNext::EndpointGone => rec.at_ms,
+            });
+            b.is_final.push(rec.next.is_final());
+            b.endpoint.push(r.endpoint_id.as_str());
+            b.conversation.push(rec.conversation_id.as_str());
+            b.event.push(rec.event_id.as_str());
+            b.at.push(rec.at_ms);
+            b.code.push(rec.status_code.map(i64::from));
+            b.duration.push(rec.duration_ms);
+            b.error.push(rec.error.as_deref());
+            b.excerpt.push(rec.response_excerpt.as_deref());
+            b.headers.push(rec.request_headers.as_deref());
+            b.gone.push(rec.next == AttemptNext::EndpointGone);
+        }
+        b
+    }
 }
