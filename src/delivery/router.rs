@@ -1,10 +1,11 @@
 //! The router (§13): matches committed events against their chatbot's
 //! endpoints other than the default and creates one delivery per match.
 //!
-//! An event is inserted with `routed = 0` only when its chatbot has such
-//! endpoints; the router takes those rows oldest first, in batches, and in
-//! one transaction inserts the deliveries and marks the rows routed. A
-//! crash in between loses nothing: the rows are still `routed = 0` at the
+//! An event is queued for routing as it is inserted, only when its chatbot
+//! has such endpoints (SQLite: `events.routed = 0`; PostgreSQL: a row in
+//! `unrouted_events`); the router takes those oldest first, in batches, and
+//! in one transaction inserts the deliveries and takes the events off the
+//! queue. A crash in between loses nothing: they are still queued at the
 //! next start. Two routers (instances on one PostgreSQL) may read the same
 //! rows; the unique (event, endpoint) index makes the second insert a no-op.
 

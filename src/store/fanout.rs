@@ -10,7 +10,7 @@ use super::{AttemptRecord, ClaimAsk, Claimed};
 use crate::domain::endpoints::{RateLimit, Route};
 use crate::domain::ids::{ChatbotId, ConversationId, EndpointId, EventId};
 
-/// An event with `routed = 0`: still to be matched.
+/// An event queued for routing: still to be matched.
 #[derive(Debug, Clone)]
 pub struct Unrouted {
     pub seq: i64,

@@ -26,7 +26,7 @@ mod inbox;
 mod interactions;
 mod lifecycle;
 pub use batch::events_only_sql as click_batch_events_sql;
-pub use lifecycle::PAGE as PURGE_PAGE;
+pub use lifecycle::{DELETES as ERASE_CONVERSATIONS, PAGE as PURGE_PAGE};
 mod messages;
 pub mod notify;
 mod queue;
@@ -50,6 +50,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../migrations/postgres/0011_delivery_heads.sql"),
     include_str!("../../migrations/postgres/0012_purge_keyset.sql"),
     include_str!("../../migrations/postgres/0013_record_deliveries.sql"),
+    include_str!("../../migrations/postgres/0014_unrouted_events.sql"),
 ];
 
 pub struct PostgresStore {

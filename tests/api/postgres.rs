@@ -440,3 +440,60 @@ async fn a_click_batch_probes_its_conversations_heads_whatever_the_statistics() 
         "{plan}"
     );
 }
+
+/// The router takes a routed event off its queue (`unrouted_events`)
+/// without updating the event's row, which keeps `routed` as it was
+/// inserted; an event erased while queued leaves the queue with it.
+#[actix_web::test]
+async fn routing_takes_an_event_off_its_queue_without_updating_the_event() {
+    use crate::delivery::fanout::{add_endpoint, count};
+    use crate::delivery::{click_ok, reusable_buttons};
+    let (app, mut conn) = migrated_database().await;
+    let main = Receiver::start().await;
+    let rx = Receiver::start().await;
+    let bot = app.create_bot(&main.url).await;
+    let ep = add_endpoint(&app, &bot, &rx.url, None, None, true).await;
+    let conv = app.create_conv(&bot).await;
+    let mid = reusable_buttons(&app, &bot, &conv).await;
+    click_ok(&app, &conv, &mid).await;
+    let routed = format!(
+        "SELECT count(*) FROM deliveries WHERE endpoint_id = '{}'",
+        ep.id
+    );
+    let deadline = std::time::Instant::now() + WAIT;
+    while count(&app, &routed).await < 1 {
+        assert!(std::time::Instant::now() < deadline, "routed");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(count(&app, "SELECT count(*) FROM unrouted_events").await, 0);
+    assert_eq!(
+        count(&app, "SELECT count(*) FROM events WHERE routed = 0").await,
+        1,
+        "the event's row is as it was inserted"
+    );
+
+    // Erased while queued (in one transaction, so no router sees it): the
+    // erasure's statements take it off the queue.
+    let conv_id: String = sqlx::query_scalar("SELECT conversation_id FROM events")
+        .fetch_one(&mut conn)
+        .await
+        .unwrap();
+    let mut tx = sqlx::Connection::begin(&mut conn).await.unwrap();
+    sqlx::query("INSERT INTO unrouted_events (seq) SELECT seq FROM events")
+        .execute(&mut *tx)
+        .await
+        .unwrap();
+    for q in blockhook::store::postgres::ERASE_CONVERSATIONS {
+        sqlx::query(q)
+            .bind(vec![conv_id.clone()])
+            .execute(&mut *tx)
+            .await
+            .unwrap();
+    }
+    let left: i64 = sqlx::query_scalar("SELECT count(*) FROM unrouted_events")
+        .fetch_one(&mut *tx)
+        .await
+        .unwrap();
+    assert_eq!(left, 0, "an erased event leaves the router's queue");
+    tx.rollback().await.unwrap();
+}

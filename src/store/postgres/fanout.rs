@@ -38,8 +38,11 @@ impl Fanout for PostgresStore {
     fn unrouted(&self, limit: usize) -> StoreFut<'_, Vec<Unrouted>> {
         Box::pin(async move {
             let rows = sqlx::query(
-                "SELECT seq, id, chatbot_id, conversation_id, type, payload, created_at
-                 FROM events WHERE routed = 0 ORDER BY seq LIMIT $1",
+                // The queue's oldest first (its key's order), then each
+                // event by its key: never a join planned over all events.
+                "SELECT e.seq, e.id, e.chatbot_id, e.conversation_id, e.type, e.payload, e.created_at
+                 FROM (SELECT seq FROM unrouted_events ORDER BY seq LIMIT $1) u
+                 CROSS JOIN LATERAL (SELECT * FROM events x WHERE x.seq = u.seq) e ORDER BY u.seq",
             )
             .bind(limit as i64)
             .fetch_all(&self.pool)
@@ -162,7 +165,7 @@ impl Fanout for PostgresStore {
                 .execute(&mut *tx)
                 .await?;
             }
-            sqlx::query("UPDATE events SET routed = 1 WHERE seq = ANY($1) AND routed = 0")
+            sqlx::query("DELETE FROM unrouted_events WHERE seq = ANY($1)")
                 .bind(&routed)
                 .execute(&mut *tx)
                 .await?;

@@ -24,7 +24,7 @@ pub const PAGE: &str = "SELECT created_at, id FROM conversations c
      ORDER BY created_at, id LIMIT $5 FOR UPDATE SKIP LOCKED";
 
 /// Everything keyed by the conversations `$1`, children first.
-const DELETES: &[&str] = &[
+pub const DELETES: &[&str] = &[
     "DELETE FROM interaction_idempotency WHERE interaction_id IN (SELECT id FROM interactions WHERE conversation_id = ANY($1))",
     "DELETE FROM interactions WHERE conversation_id = ANY($1)",
     "DELETE FROM response_idempotency WHERE event_id IN (SELECT id FROM events WHERE conversation_id = ANY($1))",
@@ -32,6 +32,7 @@ const DELETES: &[&str] = &[
     "DELETE FROM attempts WHERE event_id IN (SELECT id FROM events WHERE conversation_id = ANY($1))",
     "DELETE FROM delivery_attempts WHERE delivery_seq IN (SELECT d.seq FROM deliveries d WHERE d.event_seq IN (SELECT seq FROM events WHERE conversation_id = ANY($1)))",
     "DELETE FROM deliveries WHERE event_seq IN (SELECT seq FROM events WHERE conversation_id = ANY($1))",
+    "DELETE FROM unrouted_events WHERE seq IN (SELECT seq FROM events WHERE conversation_id = ANY($1))",
     "DELETE FROM events WHERE conversation_id = ANY($1)",
     "DELETE FROM stream_events WHERE conversation_id = ANY($1)",
     "DELETE FROM messages WHERE conversation_id = ANY($1)",

@@ -23,10 +23,13 @@ pub(super) async fn insert_event(tx: &mut Tx<'_>, e: &NewEvent) -> StoreResult<(
         return Err(StoreError::NotFound);
     }
     sqlx::query(
-        "INSERT INTO events (id, chatbot_id, conversation_id, type, payload, created_at, status, attempts, next_attempt_at, is_head, traceparent, routed)
-         VALUES ($1, $2, $3, $4, $5, $6, 'pending', 0, $6,
-                 CASE WHEN EXISTS (SELECT 1 FROM events WHERE conversation_id = $3 AND status IN ('pending', 'failed')) THEN 0 ELSE 1 END, $7,
-                 CASE WHEN EXISTS (SELECT 1 FROM endpoints WHERE chatbot_id = $2 AND is_default = 0) THEN 0 ELSE 1 END)",
+        "WITH queued AS (
+           INSERT INTO events (id, chatbot_id, conversation_id, type, payload, created_at, status, attempts, next_attempt_at, is_head, traceparent, routed)
+           VALUES ($1, $2, $3, $4, $5, $6, 'pending', 0, $6,
+                   CASE WHEN EXISTS (SELECT 1 FROM events WHERE conversation_id = $3 AND status IN ('pending', 'failed')) THEN 0 ELSE 1 END, $7,
+                   CASE WHEN EXISTS (SELECT 1 FROM endpoints WHERE chatbot_id = $2 AND is_default = 0) THEN 0 ELSE 1 END)
+           RETURNING seq, routed)
+         INSERT INTO unrouted_events (seq) SELECT seq FROM queued WHERE routed = 0",
     )
     .bind(&e.id)
     .bind(&e.chatbot_id)

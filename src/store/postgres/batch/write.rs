@@ -285,9 +285,15 @@ fn write_sql(answering: bool, changing: bool, streaming: bool, args: Vec<String>
              LEFT JOIN LATERAL (SELECT 1 AS busy FROM events x WHERE x.conversation_id = u.conv
                                 AND x.status IN ('pending', 'failed') LIMIT 1) w ON true) s
            ORDER BY ord
-           RETURNING seq, id, is_head, leased_until)",
+           RETURNING seq, id, is_head, leased_until, routed)",
         v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7]
     ));
+    // The router's queue (migration 0014): the events a chatbot's other
+    // endpoints may take.
+    parts.push(
+        "routing AS (INSERT INTO unrouted_events (seq) SELECT seq FROM queued WHERE routed = 0)"
+            .to_string(),
+    );
     let heads = "SELECT seq, id, leased_until FROM queued WHERE is_head = 1";
     let last = if streaming {
         let v = p(2);
