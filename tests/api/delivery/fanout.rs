@@ -502,3 +502,61 @@ async fn a_claim_takes_no_more_from_an_endpoint_than_its_room() {
     assert_eq!(count(&app, &leased).await, 4);
 }
 }
+
+store_test! {
+/// An attempt whose delivery was deleted (with its endpoint or its event)
+/// while it was on the wire records nothing, and the rest of its batch is
+/// recorded.
+async fn an_attempt_on_a_delivery_deleted_on_the_wire_records_nothing_and_its_batch_goes_on() {
+    use blockhook::domain::ids::{ConversationId, EndpointId, EventId};
+    use blockhook::store::{AttemptNext, AttemptRecord, fanout::DeliveryRecord};
+    let app = spawn_app_with(fast()).await;
+    let main = Receiver::start().await;
+    let hold = Answer::status(200).delay(Duration::from_secs(30));
+    let slow = Receiver::start_with(vec![hold.clone(), hold]).await;
+    let bot = app.create_bot(&main.url).await;
+    let ep = add_endpoint(&app, &bot, &slow.url, None, None, true).await;
+    for _ in 0..2 {
+        let conv = app.create_conv(&bot).await;
+        let mid = reusable_buttons(&app, &bot, &conv).await;
+        click_ok(&app, &conv, &mid).await;
+    }
+    let of_ep = format!("FROM deliveries WHERE endpoint_id = '{}'", ep.id);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while count(&app, &format!("SELECT count(*) {of_ep} AND leased_until > 0")).await < 2 {
+        assert!(Instant::now() < deadline, "both on the wire");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let gone = count(&app, &format!("SELECT min(seq) {of_ep}")).await;
+    let kept = count(&app, &format!("SELECT max(seq) {of_ep}")).await;
+    sql(&app, &[format!("DELETE FROM deliveries WHERE seq = {gone}")]).await;
+    let record = |seq: i64| DeliveryRecord {
+        endpoint_id: EndpointId::stored(ep.id.clone()),
+        rec: AttemptRecord {
+            event_id: EventId::stored(format!("evt_{seq}")),
+            seq,
+            conversation_id: ConversationId::stored(format!("conv_{seq}")),
+            number: 1,
+            at_ms: blockhook::domain::time::now_ms(),
+            status_code: Some(200),
+            duration_ms: 3,
+            error: None,
+            response_excerpt: None,
+            request_headers: None,
+            next: AttemptNext::Succeeded,
+        },
+    };
+    let store = open_store(&app).await;
+    store
+        .record_delivery_attempts(vec![record(gone), record(kept)])
+        .await
+        .expect("recorded");
+    let attempts = |seq: i64| format!("SELECT count(*) FROM delivery_attempts WHERE delivery_seq = {seq}");
+    assert_eq!(count(&app, &attempts(gone)).await, 0, "nothing for the deleted one");
+    assert_eq!(count(&app, &attempts(kept)).await, 1);
+    assert_eq!(
+        count(&app, &format!("SELECT count(*) {of_ep} AND status = 'succeeded'")).await,
+        1
+    );
+}
+}
