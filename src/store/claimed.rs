@@ -108,6 +108,17 @@ impl Claimed {
 }
 
 impl AttemptRecord {
+    /// A fan-out delivery's `next_attempt_at` after this attempt: the
+    /// retry's time, the attempt's own for an endpoint gone (it waits for
+    /// the endpoint to be enabled), 0 once it ended.
+    pub fn delivery_next_at(&self) -> i64 {
+        match self.next {
+            AttemptNext::Succeeded | AttemptNext::Dead | AttemptNext::Skipped => 0,
+            AttemptNext::RetryAt(t) => t,
+            AttemptNext::EndpointGone => self.at_ms,
+        }
+    }
+
     /// Attempt `number` of claimed delivery `c`, made at `at_ms`, leading
     /// to `next`; nothing sent or heard yet.
     pub fn of(c: &Claimed, number: u32, at_ms: i64, next: AttemptNext) -> Self {

@@ -390,11 +390,7 @@ impl<'a> RecordColumns<'a> {
             b.seq.push(rec.seq);
             b.status.push(rec.next.status_str());
             b.number.push(i64::from(rec.number));
-            b.next.push(match rec.next {
-                AttemptNext::Succeeded | AttemptNext::Dead | AttemptNext::Skipped => 0,
-                AttemptNext::RetryAt(t) => t,
-                AttemptNext::EndpointGone => rec.at_ms,
-            });
+            b.next.push(rec.delivery_next_at());
             b.is_final.push(rec.next.is_final());
             b.endpoint.push(r.endpoint_id.as_str());
             b.conversation.push(rec.conversation_id.as_str());

@@ -269,12 +269,7 @@ impl Fanout for SqliteStore {
                 let mut retries = Vec::new();
                 for r in &records {
                     let rec = &r.rec;
-                    let next = match rec.next {
-                        AttemptNext::Succeeded | AttemptNext::Dead => 0,
-                        AttemptNext::RetryAt(t) => t,
-                        AttemptNext::EndpointGone => rec.at_ms,
-                        AttemptNext::Skipped => 0,
-                    };
+                    let next = rec.delivery_next_at();
                     let set = params![rec.seq, rec.next.status_str(), rec.number, next];
                     // Whether it was still to make (as the pair's count has it).
                     let mut was_pending = true;
