@@ -446,7 +446,7 @@ async fn a_click_batch_probes_its_conversations_heads_whatever_the_statistics() 
 /// inserted; an event erased while queued leaves the queue with it.
 #[actix_web::test]
 async fn routing_takes_an_event_off_its_queue_without_updating_the_event() {
-    use crate::delivery::fanout::{add_endpoint, count};
+    use crate::delivery::fanout::{add_endpoint, count, wait_count};
     use crate::delivery::{click_ok, reusable_buttons};
     let (app, mut conn) = migrated_database().await;
     let main = Receiver::start().await;
@@ -460,11 +460,7 @@ async fn routing_takes_an_event_off_its_queue_without_updating_the_event() {
         "SELECT count(*) FROM deliveries WHERE endpoint_id = '{}'",
         ep.id
     );
-    let deadline = std::time::Instant::now() + WAIT;
-    while count(&app, &routed).await < 1 {
-        assert!(std::time::Instant::now() < deadline, "routed");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    wait_count(&app, &routed, 1, WAIT, "routed").await;
     assert_eq!(count(&app, "SELECT count(*) FROM unrouted_events").await, 0);
     assert_eq!(
         count(&app, "SELECT count(*) FROM events WHERE routed = 0").await,

@@ -52,6 +52,24 @@ pub async fn count(app: &TestApp, q: &str) -> i64 {
     }
 }
 
+/// One click in each of `n` new conversations of `bot`.
+async fn click_in_new_conversations(app: &TestApp, bot: &Bot, n: usize) {
+    for _ in 0..n {
+        let conv = app.create_conv(bot).await;
+        let mid = reusable_buttons(app, bot, &conv).await;
+        click_ok(app, &conv, &mid).await;
+    }
+}
+
+/// Waits until `q` (one integer) reaches `n`; fails with `what` after `within`.
+pub async fn wait_count(app: &TestApp, q: &str, n: i64, within: Duration, what: &str) {
+    let deadline = Instant::now() + within;
+    while count(app, q).await < n {
+        assert!(Instant::now() < deadline, "{what}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
 /// An endpoint other than the default, as stored.
 pub struct Ep {
     pub id: String,
@@ -260,11 +278,8 @@ async fn a_paused_endpoints_deliveries_go_out_oldest_first_in_each_conversations
     let mut order: Vec<String> = app.events(&bot).await.iter()
         .map(|e| e["event_id"].as_str().expect("id").to_string()).collect();
     order.reverse();
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while count(&app, &format!("SELECT count(*) FROM deliveries WHERE endpoint_id = '{}'", ep.id)).await < 12 {
-        assert!(Instant::now() < deadline, "routed while paused");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let routed = format!("SELECT count(*) FROM deliveries WHERE endpoint_id = '{}'", ep.id);
+    wait_count(&app, &routed, 12, Duration::from_secs(10), "routed while paused").await;
     assert!(later.all().is_empty());
     set_enabled(&app, &ep, true).await;
     let got = later.take(12, Duration::from_secs(10)).await;
@@ -361,11 +376,7 @@ async fn deleting_an_endpoint_drops_its_pending_deliveries() {
         click_ok(&app, &conv, &mid).await;
     }
     let q = format!("SELECT count(*) FROM deliveries WHERE endpoint_id = '{}'", ep.id);
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while count(&app, &q).await < 3 {
-        assert!(Instant::now() < deadline, "routed");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    wait_count(&app, &q, 3, Duration::from_secs(10), "routed").await;
     let r = app
         .client
         .delete(app.url(&format!("/api/v1/endpoints/{}", ep.id)))
@@ -395,11 +406,7 @@ async fn held_deliveries_past_max_hold_end_dead_and_the_next_one_of_their_conver
     let q = format!("SELECT count(*) FROM deliveries WHERE endpoint_id = '{}'", ep.id);
     for n in 1..=3 {
         click_ok(&app, &conv, &mid).await;
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while count(&app, &q).await < n {
-            assert!(Instant::now() < deadline, "routed while paused");
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+        wait_count(&app, &q, n, Duration::from_secs(10), "routed while paused").await;
     }
     // The two oldest held for an hour, the newest made in an hour's time:
     // the next check ends the two, and the third is its pair's head then.
@@ -420,11 +427,7 @@ async fn held_deliveries_past_max_hold_end_dead_and_the_next_one_of_their_conver
     )
     .await;
     let dead = format!("SELECT count(*) FROM deliveries WHERE endpoint_id = '{}' AND status = 'dead'", ep.id);
-    let deadline = Instant::now() + Duration::from_secs(15);
-    while count(&app, &dead).await < 2 {
-        assert!(Instant::now() < deadline, "held past max-hold: dead");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    wait_count(&app, &dead, 2, Duration::from_secs(15), "held past max-hold: dead").await;
     let mut order: Vec<String> = app.events(&bot).await.iter()
         .map(|e| e["event_id"].as_str().expect("id").to_string()).collect();
     order.reverse();
@@ -465,11 +468,7 @@ async fn a_claim_takes_no_more_from_an_endpoint_than_its_room() {
     let slow = Receiver::start_with(vec![Answer::status(200).delay(Duration::from_secs(30))]).await;
     let bot = app.create_bot(&main.url).await;
     let ep = add_endpoint(&app, &bot, &slow.url, None, None, true).await;
-    for _ in 0..4 {
-        let conv = app.create_conv(&bot).await;
-        let mid = reusable_buttons(&app, &bot, &conv).await;
-        click_ok(&app, &conv, &mid).await;
-    }
+    click_in_new_conversations(&app, &bot, 4).await;
     let leased = format!(
         "SELECT count(*) FROM deliveries WHERE endpoint_id = '{}' AND leased_until > 0",
         ep.id
@@ -516,17 +515,10 @@ async fn an_attempt_on_a_delivery_deleted_on_the_wire_records_nothing_and_its_ba
     let slow = Receiver::start_with(vec![hold.clone(), hold]).await;
     let bot = app.create_bot(&main.url).await;
     let ep = add_endpoint(&app, &bot, &slow.url, None, None, true).await;
-    for _ in 0..2 {
-        let conv = app.create_conv(&bot).await;
-        let mid = reusable_buttons(&app, &bot, &conv).await;
-        click_ok(&app, &conv, &mid).await;
-    }
+    click_in_new_conversations(&app, &bot, 2).await;
     let of_ep = format!("FROM deliveries WHERE endpoint_id = '{}'", ep.id);
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while count(&app, &format!("SELECT count(*) {of_ep} AND leased_until > 0")).await < 2 {
-        assert!(Instant::now() < deadline, "both on the wire");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let leased = format!("SELECT count(*) {of_ep} AND leased_until > 0");
+    wait_count(&app, &leased, 2, Duration::from_secs(10), "both on the wire").await;
     let gone = count(&app, &format!("SELECT min(seq) {of_ep}")).await;
     let kept = count(&app, &format!("SELECT max(seq) {of_ep}")).await;
     sql(&app, &[format!("DELETE FROM deliveries WHERE seq = {gone}")]).await;
