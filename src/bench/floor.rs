@@ -1,9 +1,13 @@
 //! The floor: a minimal actix-web handler that forwards each request body to
 //! the receiver with reqwest and answers 200 once the receiver answered — no
 //! storage, no signing. One request in and one out, nothing else: what
-//! blockhook's throughput is compared with.
+//! blockhook's throughput is compared with. With `--also`, it also sends
+//! each body, after answering, to more receivers (`--also-approve`: only
+//! the clicks on `approve`): the cost of the three-endpoint mode's extra
+//! sends with nothing stored, the fan-out's floor.
 
 use std::net::TcpListener;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use actix_web::{App, HttpResponse, HttpServer, web};
@@ -22,11 +26,48 @@ pub struct FloorArgs {
     /// Timeout of one forward.
     #[arg(long, default_value = "10s", value_parser = duration::parse)]
     pub timeout: Duration,
+    /// Also sent every body, once the target answered.
+    #[arg(long)]
+    pub also: Option<String>,
+    /// Also sent the bodies of clicks on `approve`, once the target answered.
+    #[arg(long)]
+    pub also_approve: Option<String>,
 }
 
 struct Floor {
     client: reqwest::Client,
     target: String,
+    also: Option<String>,
+    also_approve: Option<String>,
+    /// Numbers the extra sends' `webhook-id`s, one per forwarded body.
+    sent: AtomicU64,
+}
+
+impl Floor {
+    /// The extra sends of one forwarded body, each in its own task, as
+    /// blockhook's extra endpoints are sent after the click was answered.
+    fn fan_out(&self, body: web::Bytes) {
+        let approve = super::check::string_field(&body, "action_id") == Some("approve");
+        let to = [
+            self.also.as_ref(),
+            self.also_approve.as_ref().filter(|_| approve),
+        ];
+        let id = format!("floor_{}", self.sent.fetch_add(1, Ordering::Relaxed));
+        for url in to.into_iter().flatten() {
+            let send = self
+                .client
+                .post(url)
+                .header("content-type", "application/json")
+                .header("webhook-id", &id)
+                .body(body.clone())
+                .send();
+            actix_web::rt::spawn(async move {
+                if let Ok(r) = send.await {
+                    let _ = r.bytes().await;
+                }
+            });
+        }
+    }
 }
 
 async fn forward(body: web::Bytes, st: web::Data<Floor>) -> HttpResponse {
@@ -34,12 +75,13 @@ async fn forward(body: web::Bytes, st: web::Data<Floor>) -> HttpResponse {
         .client
         .post(&st.target)
         .header("content-type", "application/json")
-        .body(body)
+        .body(body.clone())
         .send()
         .await;
     match sent {
         Ok(r) if r.status().is_success() => {
             let _ = r.bytes().await;
+            st.fan_out(body);
             HttpResponse::Ok().finish()
         }
         _ => HttpResponse::BadGateway().finish(),
@@ -56,6 +98,9 @@ pub async fn run(args: FloorArgs) -> Result<i32, String> {
     let state = web::Data::new(Floor {
         client,
         target: args.target,
+        also: args.also,
+        also_approve: args.also_approve,
+        sent: AtomicU64::new(0),
     });
     let server = HttpServer::new(move || {
         App::new()

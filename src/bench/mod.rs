@@ -188,6 +188,15 @@ pub async fn run(args: BenchArgs) -> Result<i32, String> {
     let mut reports: Vec<ModeReport> = Vec::new();
     eprintln!("bench: floor, {} clicks", plan.floor_clicks);
     reports.push(modes::floor(&ctx, "floor", plan.floor_clicks).await?);
+    if plan.closed.is_some() && args.endpoints.contains(&3) {
+        // What the three-endpoint mode's extra sends cost with nothing
+        // stored: the same forwarder, also sending to two more receivers.
+        eprintln!(
+            "bench: floor with two more receivers, {} clicks",
+            plan.floor_clicks
+        );
+        reports.push(modes::floor(&ctx, "floor_3ep", plan.floor_clicks).await?);
+    }
     let of = |n: usize| {
         if n > 1 {
             format!(", {n} instances")
@@ -240,7 +249,7 @@ pub async fn run(args: BenchArgs) -> Result<i32, String> {
 
     let floor_runs: Vec<f64> = reports
         .iter()
-        .filter(|r| r.mode.starts_with("floor"))
+        .filter(|r| r.mode == "floor" || r.mode == "floor_after")
         .map(ModeReport::throughput)
         .collect();
     let floor_per_s = floor_runs.iter().sum::<f64>() / floor_runs.len().max(1) as f64;
@@ -258,6 +267,7 @@ pub async fn run(args: BenchArgs) -> Result<i32, String> {
             r.drain_vs_closed = closed.map(|c| r.delivered_per_s / c);
         }
     }
+    report::sends_only_share(&mut reports);
     if args.json {
         for r in &reports {
             println!("{}", serde_json::to_string(r).map_err(|e| e.to_string())?);

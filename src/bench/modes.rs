@@ -88,32 +88,58 @@ fn port(l: &TcpListener) -> Result<u16, String> {
     Ok(l.local_addr().map_err(|e| e.to_string())?.port())
 }
 
-/// The same closed loop through the minimal forwarder.
 /// The floor forwarder under the closed loop's load; `mode` names the run
-/// (`floor` before the blockhook modes, `floor_after` after the closed loop).
+/// (`floor` before the blockhook modes, `floor_after` after the closed
+/// loop, `floor_3ep` for the forwarder that also sends each body to the
+/// three-endpoint mode's two extra receivers, measured until they got all).
 pub async fn floor(ctx: &Ctx, mode: &'static str, clicks: u64) -> Result<ModeReport, String> {
     let tracker = Tracker::new(ctx.conversations);
     let receiver = Receiver::start(bind()?, tracker.clone())?;
-    let args: Vec<String> = ["bench-floor", "--target", &receiver.url]
+    let extra = match mode {
+        "floor_3ep" => Some((
+            super::extra::Counter::start()?,
+            super::extra::Counter::start()?,
+        )),
+        _ => None,
+    };
+    let mut args: Vec<String> = ["bench-floor", "--target", &receiver.url]
         .iter()
         .map(|s| s.to_string())
         .collect();
+    if let Some((all, half)) = &extra {
+        args.extend(["--also", &all.url, "--also-approve", &half.url].map(String::from));
+    }
     let log = ctx.dir.join(format!("{mode}.log"));
     let child = Child::spawn(&ctx.own_exe, &args, &log).await?;
-    child.wait_healthy(&ctx.client).await?;
-    let targets = Arc::new(load::setup_floor(&child.base, ctx.conversations, &tracker)?);
-    let pids = [child.pid.to_string()];
     let result = async {
-        warm_up(ctx, &targets, &tracker, ctx.warmup_clicks(clicks)).await?;
+        child.wait_healthy(&ctx.client).await?;
+        let targets = Arc::new(load::setup_floor(&child.base, ctx.conversations, &tracker)?);
+        let pids = [child.pid.to_string()];
+        let warm = warm_up(ctx, &targets, &tracker, ctx.warmup_clicks(clicks)).await?;
         let closed = load::closed_loop(&ctx.client, &targets, &tracker, clicks, ctx.concurrency);
         let (meter, sent) = metered(ctx, &pids, &tracker, clicks, closed).await;
+        let accepted = warm + sent.accepted;
+        let made = match &extra {
+            Some((all, half)) => Some(
+                super::extra::all_made(all, half, accepted, Ctx::delivery_timeout(accepted)).await,
+            ),
+            None => None,
+        };
         let mut r = meter.report(mode, ctx, clicks, sent, tracker.snapshot());
         r.concurrency = Some(ctx.concurrency);
+        if made.is_some() {
+            r.endpoints = Some(3);
+            r.endpoints_made = made;
+        }
         Ok(r)
     }
     .await;
     child.stop().await;
     receiver.stop().await;
+    if let Some((a, b)) = extra {
+        a.stop().await;
+        b.stop().await;
+    }
     result
 }
 

@@ -127,6 +127,18 @@ pub struct ModeReport {
     pub endpoints_cpu_us_per_click: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub endpoints_database_cpu_us_per_click: Option<f64>,
+    /// Three-endpoint mode: the machine's CPU per click (the bench's, the
+    /// servers' and PostgreSQL's) that the two extra receivers' sends cost
+    /// the floor forwarder (`floor_3ep` against `floor`): the extra
+    /// deliveries' HTTP alone, nothing stored.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub extra_sends_us_per_click: Option<f64>,
+    /// Three-endpoint mode: the share of the one-endpoint rate it would
+    /// reach if its extra deliveries cost only their sends, at the same
+    /// busy cores: one-endpoint machine CPU per click over that plus
+    /// `extra_sends_us_per_click`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sends_only_share: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub first_error: Option<String>,
 }
@@ -135,6 +147,19 @@ impl ModeReport {
     /// The throughput compared with the floor.
     pub fn throughput(&self) -> f64 {
         self.accepted_per_s.min(self.delivered_per_s)
+    }
+
+    /// The machine's CPU per accepted click over the measured run: the
+    /// servers', the bench's (load and receivers) and PostgreSQL's.
+    pub fn machine_us_per_click(&self) -> f64 {
+        let cpu = self.server_cpu_s + self.bench_cpu_s + self.database_cpu_s.unwrap_or(0.0);
+        cpu * 1e6 / self.accepted.max(1) as f64
+    }
+
+    /// The machine's cores busy on average over the measured run.
+    pub fn busy_cores(&self) -> f64 {
+        let cpu = self.server_cpu_s + self.bench_cpu_s + self.database_cpu_s.unwrap_or(0.0);
+        cpu / self.elapsed_s.max(1e-9)
     }
 
     /// Every click accepted, and delivered once and in order.
@@ -238,6 +263,13 @@ pub fn table(reports: &[ModeReport]) -> String {
                 "{name}: clicks answered in p50 {:.2} / p90 {:.2} / p99 {:.2} ms (the rest of e2e is the delivery)\n",
                 r.accept_ms.p50, r.accept_ms.p90, r.accept_ms.p99
             ));
+            if r.mode.starts_with("closed") {
+                s.push_str(&format!(
+                    "{name}: the machine (server, bench and database) used {:.1} µs of CPU per click, {:.2} cores busy\n",
+                    r.machine_us_per_click(),
+                    r.busy_cores()
+                ));
+            }
             if let (Some(n), Some(made)) = (r.endpoints, r.endpoints_made) {
                 s.push_str(&format!(
                     "{name}: {n} endpoints; every matching delivery to the other two made: {}{}\n",
@@ -245,6 +277,14 @@ pub fn table(reports: &[ModeReport]) -> String {
                     r.endpoints_lag_s
                         .map(|l| format!(", {l:.2} s after the default endpoint's last"))
                         .unwrap_or_default()
+                ));
+            }
+            if let (Some(x), Some(share)) = (r.extra_sends_us_per_click, r.sends_only_share) {
+                s.push_str(&format!(
+                    "{name}: the extra sends alone cost the machine {x:.1} µs/click (floor_3ep against floor); \
+                     with no other cost, {} endpoints would reach {:.0}% of 1 at the same busy cores\n",
+                    r.endpoints.unwrap_or(3),
+                    share * 100.0
                 ));
             }
             if let Some(us) = r.endpoints_cpu_us_per_click {
@@ -307,9 +347,59 @@ pub fn table(reports: &[ModeReport]) -> String {
     s
 }
 
+/// Each three-endpoint run's extra sends' cost on the floor, and the
+/// share of its one-endpoint run's rate it would reach were that its whole
+/// extra cost (same instances, same busy cores).
+pub fn sends_only_share(reports: &mut [ModeReport]) {
+    let of = |mode: &str, instances: usize| {
+        reports
+            .iter()
+            .find(|r| r.mode == mode && r.instances == instances)
+            .map(ModeReport::machine_us_per_click)
+    };
+    let (Some(floor), Some(fan)) = (of("floor", 1), of("floor_3ep", 1)) else {
+        return;
+    };
+    let extra = (fan - floor).max(0.0);
+    let one: Vec<Option<f64>> = reports.iter().map(|r| of("closed", r.instances)).collect();
+    for (r, one) in reports.iter_mut().zip(one) {
+        if let (Some(one), "closed_3ep") = (one, r.mode) {
+            r.extra_sends_us_per_click = Some(extra);
+            r.sends_only_share = Some(one / (one + extra));
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn run(mode: &'static str, server: f64, bench: f64) -> ModeReport {
+        ModeReport {
+            mode,
+            instances: 1,
+            accepted: 1_000,
+            server_cpu_s: server,
+            bench_cpu_s: bench,
+            ..ModeReport::default()
+        }
+    }
+
+    #[test]
+    fn the_sends_only_share_adds_the_floors_extra_cost_to_one_endpoints() {
+        // floor 100 µs, floor_3ep 150 µs: the sends cost 50 µs a click;
+        // one endpoint 200 µs a click: 200 / 250.
+        let mut r = vec![
+            run("floor", 0.05, 0.05),
+            run("floor_3ep", 0.1, 0.05),
+            run("closed", 0.15, 0.05),
+            run("closed_3ep", 0.3, 0.1),
+        ];
+        sends_only_share(&mut r);
+        assert!((r[3].extra_sends_us_per_click.unwrap_or(0.0) - 50.0).abs() < 1e-6);
+        assert!((r[3].sends_only_share.unwrap_or(0.0) - 0.8).abs() < 1e-9);
+        assert_eq!(r[2].sends_only_share, None);
+    }
 
     #[test]
     fn nearest_rank_percentiles() {

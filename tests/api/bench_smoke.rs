@@ -180,6 +180,53 @@ fn closed_and_open_loop_deliver_every_accepted_click() {
 }
 
 #[test]
+fn three_endpoints_run_beside_a_floor_that_also_sends_to_two_more_receivers() {
+    let (code, out) = bench(&[
+        "--clicks",
+        "300",
+        "--concurrency",
+        "8",
+        "--endpoints",
+        "1,3",
+        "--json",
+    ]);
+    assert_eq!(code, 0, "bench failed:\n{out}");
+    let modes: Vec<String> = all_reports(&out)
+        .iter()
+        .map(|r| r["mode"].as_str().unwrap_or_default().to_string())
+        .collect();
+    assert_eq!(
+        modes,
+        ["floor", "floor_3ep", "closed", "closed_3ep", "floor_after"],
+        "{out}"
+    );
+    let r = reports(&out);
+    for m in ["floor_3ep", "closed_3ep"] {
+        assert_consistent(&r[m], 300);
+        assert_eq!(
+            r[m]["endpoints_made"], true,
+            "{m}: both extra receivers got theirs: {out}"
+        );
+    }
+    // The fan-out floor is measured against the floor, not one of its runs.
+    let of = |m: &str| num(&r[m], "accepted_per_s").min(num(&r[m], "delivered_per_s"));
+    let runs = serde_json::json!([of("floor"), of("floor_after")]);
+    assert_eq!(r["closed_3ep"]["floor_runs_per_s"], runs, "{out}");
+    // Its extra cost, and the share one endpoint's cost leaves for it.
+    let machine = |m: &str| {
+        let v = &r[m];
+        (num(v, "server_cpu_s") + num(v, "bench_cpu_s")) * 1e6 / num(v, "accepted")
+    };
+    let extra = (machine("floor_3ep") - machine("floor")).max(0.0);
+    let x = num(&r["closed_3ep"], "extra_sends_us_per_click");
+    assert!((x - extra).abs() < 1e-6, "{x} against {extra}");
+    let share = num(&r["closed_3ep"], "sends_only_share");
+    let one = machine("closed");
+    assert!((share - one / (one + extra)).abs() < 1e-9, "{share}");
+    assert!(0.0 < share && share <= 1.0, "{share}");
+}
+
+#[test]
 fn backlog_is_delivered_once_the_receiver_comes_back() {
     let (code, out) = bench(&["--backlog", "300", "--concurrency", "8", "--json"]);
     assert_eq!(code, 0, "bench failed:\n{out}");
