@@ -51,6 +51,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../migrations/postgres/0012_purge_keyset.sql"),
     include_str!("../../migrations/postgres/0013_record_deliveries.sql"),
     include_str!("../../migrations/postgres/0014_unrouted_events.sql"),
+    include_str!("../../migrations/postgres/0015_one_head_per_pair.sql"),
 ];
 
 pub struct PostgresStore {

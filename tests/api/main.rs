@@ -24,6 +24,7 @@ mod portal;
 mod postgres;
 mod postgres_batch;
 mod postgres_connect;
+mod postgres_heads;
 mod postgres_wakeups;
 mod public;
 mod responses;

@@ -354,7 +354,7 @@ async fn a_burst_over_many_conversations_is_recorded_in_order() {
 
 /// A server on a fresh database (its migrations run), and a connection of
 /// the test's own to that database.
-async fn migrated_database() -> (TestApp, sqlx::PgConnection) {
+pub(crate) async fn migrated_database() -> (TestApp, sqlx::PgConnection) {
     use blockhook::config::Database;
     use sqlx::Connection;
     let url = fresh_postgres_database().await;

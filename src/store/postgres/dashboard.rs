@@ -79,6 +79,7 @@ async fn redeliver_others(
     w: &RedeliverAll,
     endpoint_id: &str,
 ) -> StoreResult<u64> {
+    super::fanout::lock_chatbot_endpoints(tx, w.chatbot_id.as_str(), endpoint_id).await?;
     let n = sqlx::query(crate::store::event_detail::REDELIVER_OTHERS)
         .bind(w.chatbot_id.as_str())
         .bind(w.status.as_str())
@@ -88,6 +89,9 @@ async fn redeliver_others(
         .execute(&mut **tx)
         .await?
         .rows_affected();
+    if n > 0 {
+        super::fanout::one_head_per_pair(tx, w.chatbot_id.as_str(), endpoint_id, "").await?;
+    }
     Ok(n)
 }
 

@@ -143,6 +143,7 @@ impl Deliveries for PostgresStore {
                 None => Some(""),
             };
             if let Some(other) = other {
+                super::fanout::lock_chatbot_endpoints(&mut tx, &bid, other).await?;
                 let n = sqlx::query(
                     "UPDATE deliveries SET next_attempt_at = $2,
                        status = CASE WHEN status IN ('pending', 'failed') THEN status ELSE 'pending' END,
@@ -157,6 +158,9 @@ impl Deliveries for PostgresStore {
                 .execute(&mut *tx)
                 .await?
                 .rows_affected();
+                if n > 0 {
+                    super::fanout::one_head_per_pair(&mut tx, &bid, other, &conv).await?;
+                }
                 found |= n > 0;
             }
             if !found {

@@ -138,21 +138,26 @@ impl Fanout for PostgresStore {
                 lock_endpoints(&mut tx, &eps).await?;
                 // In event order, so that a conversation's deliveries to
                 // one endpoint are numbered as its events are. A delivery
-                // is its pair's head when none is waiting before it (two of
-                // one pair in this statement are both marked: the claim
-                // checks the order again). The head check is one probe
-                // per delivery (`LATERAL … LIMIT 1`), never a hash of every
-                // waiting delivery (see `batch/write.rs`).
+                // is its pair's head when none is waiting before it and it
+                // is the first of its pair inserted here: one head per pair,
+                // so the claim needs no order check. Under the endpoints'
+                // locks, the rows routed already (by another instance) are
+                // left out before the first is picked, not dropped after by
+                // the conflict. The head check is one probe per delivery
+                // (`LATERAL … LIMIT 1`), never a hash of every waiting
+                // delivery (see `batch/write.rs`).
                 sqlx::query(
                     "INSERT INTO deliveries (event_seq, event_id, endpoint_id, chatbot_id, conversation_id, status, next_attempt_at, created_at, is_head)
                      SELECT u.seq, u.id, u.ep, u.bot, u.conv, 'pending', u.at, u.at,
-                            CASE WHEN w.busy IS NULL THEN 1 ELSE 0 END
-                     FROM UNNEST($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bigint[])
-                       WITH ORDINALITY AS u(seq, id, ep, bot, conv, at, ord)
+                            CASE WHEN w.busy IS NULL AND u.nth = 1 THEN 1 ELSE 0 END
+                     FROM (SELECT u.*, row_number() OVER (PARTITION BY u.ep, u.conv ORDER BY u.ord) AS nth
+                           FROM UNNEST($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bigint[])
+                             WITH ORDINALITY AS u(seq, id, ep, bot, conv, at, ord)
+                           WHERE EXISTS (SELECT 1 FROM endpoints p WHERE p.id = u.ep)
+                             AND EXISTS (SELECT 1 FROM events e WHERE e.seq = u.seq)
+                             AND NOT EXISTS (SELECT 1 FROM deliveries x WHERE x.event_seq = u.seq AND x.endpoint_id = u.ep)) u
                      LEFT JOIN LATERAL (SELECT 1 AS busy FROM deliveries b WHERE b.endpoint_id = u.ep AND b.conversation_id = u.conv
                                           AND b.status IN ('pending', 'failed') LIMIT 1) w ON true
-                     WHERE EXISTS (SELECT 1 FROM endpoints p WHERE p.id = u.ep)
-                       AND EXISTS (SELECT 1 FROM events e WHERE e.seq = u.seq)
                      ORDER BY u.ord
                      ON CONFLICT (event_seq, endpoint_id) DO NOTHING",
                 )
@@ -182,17 +187,15 @@ impl Fanout for PostgresStore {
             (ask.now_ms, ask.lease_until, ask.limit, ask.room);
         Box::pin(async move {
             // The due heads ranked within their endpoint, so that each
-            // endpoint gives no more than its room.
+            // endpoint gives no more than its room. A pair has one head,
+            // its oldest delivery still to make (see `route`).
             let rows = sqlx::query(
                 "WITH ranked AS (
                    SELECT d.seq, row_number() OVER (PARTITION BY d.endpoint_id ORDER BY d.next_attempt_at, d.seq) AS rank,
                           COALESCE(($4::jsonb ->> d.endpoint_id)::bigint, $5) AS room
                    FROM deliveries d JOIN endpoints p ON p.id = d.endpoint_id
                    WHERE d.is_head = 1 AND d.status IN ('pending', 'failed') AND d.next_attempt_at <= $1 AND d.leased_until <= $1
-                     AND p.enabled = 1
-                     AND NOT EXISTS (SELECT 1 FROM deliveries b
-                                     WHERE b.endpoint_id = d.endpoint_id AND b.conversation_id = d.conversation_id
-                                       AND b.status IN ('pending', 'failed') AND b.seq < d.seq)),
+                     AND p.enabled = 1),
                  due AS (
                    SELECT d.seq FROM deliveries d JOIN ranked r ON r.seq = d.seq
                    WHERE r.rank <= r.room AND d.leased_until <= $1
@@ -336,6 +339,50 @@ async fn lock_endpoints(
            SELECT DISTINCT hashtext(id) AS k FROM UNNEST($1::text[]) AS u(id) ORDER BY k) s",
     )
     .bind(ids)
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
+}
+
+/// Locks a chatbot's endpoints other than the default (`endpoint` `""`),
+/// or the one named, before a redelivery revives their deliveries.
+pub(super) async fn lock_chatbot_endpoints(
+    tx: &mut sqlx::Transaction<'_, sqlx::Postgres>,
+    chatbot_id: &str,
+    endpoint: &str,
+) -> StoreResult<()> {
+    let ids: Vec<EndpointId> = sqlx::query_scalar(
+        "SELECT id FROM endpoints WHERE chatbot_id = $1 AND is_default = 0 AND ($2 = '' OR id = $2)",
+    )
+    .bind(chatbot_id)
+    .bind(endpoint)
+    .fetch_all(&mut **tx)
+    .await?;
+    lock_endpoints(tx, &ids).await
+}
+
+/// After a redelivery revived deliveries as heads: a head with an older
+/// delivery of its pair still to make is one no longer, so that each pair
+/// keeps one head, its oldest (a head on the wire stays there, and waits
+/// behind it should it fail). Of a chatbot, to one endpoint or all (`""`),
+/// in one conversation or all (`""`); under [`lock_chatbot_endpoints`].
+pub(super) async fn one_head_per_pair(
+    tx: &mut sqlx::Transaction<'_, sqlx::Postgres>,
+    chatbot_id: &str,
+    endpoint: &str,
+    conversation: &str,
+) -> StoreResult<()> {
+    sqlx::query(
+        "UPDATE deliveries d SET is_head = 0
+         WHERE d.is_head = 1 AND d.status IN ('pending', 'failed') AND d.chatbot_id = $1
+           AND ($2 = '' OR d.endpoint_id = $2) AND ($3 = '' OR d.conversation_id = $3)
+           AND EXISTS (SELECT 1 FROM deliveries b
+                       WHERE b.endpoint_id = d.endpoint_id AND b.conversation_id = d.conversation_id
+                         AND b.status IN ('pending', 'failed') AND b.seq < d.seq)",
+    )
+    .bind(chatbot_id)
+    .bind(endpoint)
+    .bind(conversation)
     .execute(&mut **tx)
     .await?;
     Ok(())
