@@ -76,8 +76,11 @@ pub struct BenchArgs {
     pub instances: Vec<usize>,
     /// Endpoints per chatbot in the closed loop: 1 (its default) or 3 (the
     /// default, one taking every event, one filtered to about half). A
-    /// list (`1,3`) runs the closed loop once per count. With `--backlog`,
-    /// 3 also runs `held`: as many deliveries waiting for a paused endpoint.
+    /// list (`1,3`) runs the closed loop once per count. 3 also runs
+    /// `floor_3ep`, the floor forwarder also sending each click to two more
+    /// receivers: what the extra sends cost with nothing stored. With
+    /// `--backlog`, 3 also runs `held`: as many deliveries waiting for a
+    /// paused endpoint.
     #[arg(long, value_delimiter = ',', default_value = "1")]
     pub endpoints: Vec<usize>,
     /// Print one JSON object per line and mode instead of the table.

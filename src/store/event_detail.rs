@@ -30,8 +30,8 @@ pub struct RedeliverAll {
 /// The SQL (both stores; SQLite numbers its parameters `?1`) of a bulk
 /// redelivery's deliveries to endpoints other than the default: chatbot
 /// `$1`, status `$2`, events created at or after `$3`, now `$4`, to
-/// endpoint `$5` or (`''`) to all. Their order per conversation is kept by
-/// the claim, so no head to set.
+/// endpoint `$5` or (`''`) to all. A revived delivery is marked a head;
+/// [`ONE_HEAD_PER_PAIR`] then unmarks the heads behind one.
 pub(crate) const REDELIVER_OTHERS: &str = "UPDATE deliveries SET next_attempt_at = $4,
      status = CASE WHEN status = 'dead' THEN 'pending' ELSE status END,
      attempt_base = CASE WHEN status = 'dead' THEN attempts ELSE attempt_base END,
@@ -39,6 +39,20 @@ pub(crate) const REDELIVER_OTHERS: &str = "UPDATE deliveries SET next_attempt_at
      is_head = CASE WHEN status = 'dead' THEN 1 ELSE is_head END
    WHERE chatbot_id = $1 AND status = $2 AND ($5 = '' OR endpoint_id = $5)
      AND EXISTS (SELECT 1 FROM events e WHERE e.seq = deliveries.event_seq AND e.created_at >= $3)";
+
+/// The SQL (both stores) that leaves each (endpoint, conversation) pair of
+/// a chatbot (`$1`) one head, its oldest delivery still to make, after a
+/// redelivery revived older deliveries as heads: a head with an older one
+/// of its pair still to make is one no longer (a head on the wire stays
+/// there, and waits behind it should it fail). To endpoint `$2` or (`''`)
+/// all, in conversation `$3` or (`''`) all. The claims rely on one head per
+/// pair and check no order themselves.
+pub(crate) const ONE_HEAD_PER_PAIR: &str = "UPDATE deliveries SET is_head = 0
+   WHERE is_head = 1 AND status IN ('pending', 'failed') AND chatbot_id = $1
+     AND ($2 = '' OR endpoint_id = $2) AND ($3 = '' OR conversation_id = $3)
+     AND EXISTS (SELECT 1 FROM deliveries b
+                 WHERE b.endpoint_id = deliveries.endpoint_id AND b.conversation_id = deliveries.conversation_id
+                   AND b.status IN ('pending', 'failed') AND b.seq < deliveries.seq)";
 
 /// One of a chatbot's endpoints, as the deliveries log names it.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -55,6 +55,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../migrations/sqlite/0011_delivery_heads.sql"),
     include_str!("../../migrations/sqlite/0012_purge_keyset.sql"),
     include_str!("../../migrations/sqlite/0013_delivery_attempts_by_delivery.sql"),
+    include_str!("../../migrations/sqlite/0014_one_head_per_pair.sql"),
 ];
 const MAX_BATCH: usize = 512;
 /// Statements kept prepared per connection (the writer runs about 30).

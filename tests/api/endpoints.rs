@@ -5,6 +5,7 @@
 mod crud;
 mod default;
 mod default_delivery;
+mod heads;
 mod log;
 mod secrets;
 mod validation;

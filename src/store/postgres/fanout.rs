@@ -361,30 +361,20 @@ pub(super) async fn lock_chatbot_endpoints(
     lock_endpoints(tx, &ids).await
 }
 
-/// After a redelivery revived deliveries as heads: a head with an older
-/// delivery of its pair still to make is one no longer, so that each pair
-/// keeps one head, its oldest (a head on the wire stays there, and waits
-/// behind it should it fail). Of a chatbot, to one endpoint or all (`""`),
-/// in one conversation or all (`""`); under [`lock_chatbot_endpoints`].
+/// [`crate::store::event_detail::ONE_HEAD_PER_PAIR`], under
+/// [`lock_chatbot_endpoints`].
 pub(super) async fn one_head_per_pair(
     tx: &mut sqlx::Transaction<'_, sqlx::Postgres>,
     chatbot_id: &str,
     endpoint: &str,
     conversation: &str,
 ) -> StoreResult<()> {
-    sqlx::query(
-        "UPDATE deliveries d SET is_head = 0
-         WHERE d.is_head = 1 AND d.status IN ('pending', 'failed') AND d.chatbot_id = $1
-           AND ($2 = '' OR d.endpoint_id = $2) AND ($3 = '' OR d.conversation_id = $3)
-           AND EXISTS (SELECT 1 FROM deliveries b
-                       WHERE b.endpoint_id = d.endpoint_id AND b.conversation_id = d.conversation_id
-                         AND b.status IN ('pending', 'failed') AND b.seq < d.seq)",
-    )
-    .bind(chatbot_id)
-    .bind(endpoint)
-    .bind(conversation)
-    .execute(&mut **tx)
-    .await?;
+    sqlx::query(crate::store::event_detail::ONE_HEAD_PER_PAIR)
+        .bind(chatbot_id)
+        .bind(endpoint)
+        .bind(conversation)
+        .execute(&mut **tx)
+        .await?;
     Ok(())
 }
 

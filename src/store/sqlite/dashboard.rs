@@ -98,5 +98,21 @@ fn redeliver_others(c: &Connection, w: &RedeliverAll, endpoint_id: &str) -> Stor
         w.now_ms,
         endpoint_id
     ])?;
+    if n > 0 {
+        one_head_per_pair(c, w.chatbot_id.as_str(), endpoint_id, "")?;
+    }
     Ok(n as u64)
+}
+
+/// [`crate::store::event_detail::ONE_HEAD_PER_PAIR`]: after a redelivery.
+pub(super) fn one_head_per_pair(
+    c: &Connection,
+    chatbot_id: &str,
+    endpoint: &str,
+    conversation: &str,
+) -> rusqlite::Result<()> {
+    let sql = crate::store::event_detail::ONE_HEAD_PER_PAIR.replace('$', "?");
+    c.prepare_cached(&sql)?
+        .execute(params![chatbot_id, endpoint, conversation])?;
+    Ok(())
 }

@@ -123,6 +123,9 @@ impl Deliveries for SqliteStore {
                          WHERE event_seq = ?1 AND (?3 = '' OR endpoint_id = ?3)",
                         params![seq, now_ms, other],
                     )?;
+                    if n > 0 {
+                        super::dashboard::one_head_per_pair(c, &bid, other, &conv)?;
+                    }
                     found |= n > 0;
                 }
                 if found { Ok(()) } else { Err(StoreError::NotFound) }

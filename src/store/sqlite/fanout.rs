@@ -426,6 +426,9 @@ impl SqliteStore {
     /// Listed heads read back by seq, those still claimable: a head that
     /// ended, is leased, is not due or whose endpoint is paused or gone is
     /// left out (a read of the table finds it again should it come due).
+    /// A pair has one head, its oldest delivery still to make (the insert
+    /// marks it, a redelivery keeps it so: `ONE_HEAD_PER_PAIR`), so no
+    /// order is checked here.
     fn listed_heads(&self, seqs: Vec<i64>, now_ms: i64) -> StoreResult<Vec<ClaimedDelivery>> {
         if seqs.is_empty() {
             return Ok(Vec::new());
@@ -439,9 +442,6 @@ impl SqliteStore {
                  WHERE d.seq IN (SELECT value FROM json_each(?1)) AND d.is_head = 1
                    AND d.status IN ('pending', 'failed') AND d.next_attempt_at <= ?2
                    AND d.leased_until <= ?2 AND p.enabled = 1
-                   AND NOT EXISTS (SELECT 1 FROM deliveries b INDEXED BY deliveries_active
-                                   WHERE b.endpoint_id = d.endpoint_id AND b.conversation_id = d.conversation_id
-                                     AND b.status IN ('pending', 'failed') AND b.seq < d.seq)
                  ORDER BY d.seq"
             ))?
             .query_map(params![seqs, now_ms], claimed_row)?
