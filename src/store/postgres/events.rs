@@ -112,6 +112,16 @@ impl Deliveries for PostgresStore {
             let status: EventStatus = status_col(&row, 0)?;
             let conv: String = row.try_get(1)?;
             let seq: i64 = row.try_get(2)?;
+            let other = match &endpoint {
+                Some(EndpointSel::Default) => None,
+                Some(EndpointSel::Other(id)) => Some(id.as_str()),
+                None => Some(""),
+            };
+            // The endpoints' locks before the conversation's, as a bulk
+            // redelivery takes them.
+            if let Some(other) = other {
+                super::fanout::lock_chatbot_endpoints(&mut tx, &bid, other).await?;
+            }
             let mut found = false;
             if status != EventStatus::Skipped
                 && endpoint.as_ref().is_none_or(|e| *e == EndpointSel::Default)
@@ -137,13 +147,7 @@ impl Deliveries for PostgresStore {
                     .await?;
                 }
             }
-            let other = match &endpoint {
-                Some(EndpointSel::Default) => None,
-                Some(EndpointSel::Other(id)) => Some(id.as_str()),
-                None => Some(""),
-            };
             if let Some(other) = other {
-                super::fanout::lock_chatbot_endpoints(&mut tx, &bid, other).await?;
                 let n = sqlx::query(
                     "UPDATE deliveries SET next_attempt_at = $2,
                        status = CASE WHEN status IN ('pending', 'failed') THEN status ELSE 'pending' END,

@@ -345,7 +345,9 @@ async fn lock_endpoints(
 }
 
 /// Locks a chatbot's endpoints other than the default (`endpoint` `""`),
-/// or the one named, before a redelivery revives their deliveries.
+/// or the one named, before a redelivery revives their deliveries; taken
+/// before any conversation's lock, by the single and the bulk redelivery
+/// alike, so that the two never wait on each other.
 pub(super) async fn lock_chatbot_endpoints(
     tx: &mut sqlx::Transaction<'_, sqlx::Postgres>,
     chatbot_id: &str,
